@@ -1,0 +1,26 @@
+# esbench developer entry points. `make test` installs everything it needs first.
+SHELL := /bin/bash
+export ESBENCH_CACHE ?= $(HOME)/.cache/esbench
+VENV := .venv
+PYTHON := $(VENV)/bin/python
+
+.PHONY: deps test unit bench clean
+
+deps:
+	bash scripts/system-packages.sh
+	bash scripts/python-env.sh $(VENV)
+	bash scripts/rally-env.sh
+	bash scripts/k8s-binaries.sh
+	bash scripts/eck-crds.sh
+
+test: deps
+	$(PYTHON) -m pytest tests
+
+unit:
+	$(PYTHON) -m pytest tests/unit
+
+bench: deps
+	$(PYTHON) bench/operator_overhead.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache

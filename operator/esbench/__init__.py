@@ -1,0 +1,1 @@
+"""esbench: declarative, reproducible Elasticsearch benchmarks (ECK + Rally) on Kubernetes."""

@@ -1,0 +1,227 @@
+"""Typed model of the Experiment custom resource (group esbench.io, version v1alpha1).
+
+The CRD in crds/ is the admission-time source of truth; these models give the rest of the
+code typed objects instead of nested dicts, and let local mode (no API server) apply the
+same rules before anything starts.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+GROUP = "esbench.io"
+VERSION = "v1alpha1"
+API_VERSION = f"{GROUP}/{VERSION}"
+KIND = "Experiment"
+PLURAL = "experiments"
+
+BUNDLED_TRACKS = ("smoke", "indexing", "source-filtering", "range-queries", "codec-search")
+
+
+class Model(BaseModel):
+    """camelCase on the wire (Kubernetes convention), snake_case in Python; unknown fields are errors."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+    def to_wire(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+# --- spec.elasticsearch ---------------------------------------------------------------
+
+
+class ResourceRequirements(Model):
+    requests: dict[str, str] | None = None
+    limits: dict[str, str] | None = None
+
+
+class StorageType(str, Enum):
+    PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
+    EMPTY_DIR = "EmptyDir"
+
+
+class Storage(Model):
+    type: StorageType = StorageType.PERSISTENT_VOLUME_CLAIM
+    size: str = "10Gi"
+    storage_class_name: str | None = None
+
+
+class NodeSet(Model):
+    name: str
+    count: int = Field(ge=1)
+    roles: list[str] | None = None
+
+
+class Elasticsearch(Model):
+    version: str
+    node_count: int | None = Field(default=None, ge=1)
+    node_sets: list[NodeSet] | None = None
+    resources: ResourceRequirements | None = None
+    heap: str | None = None
+    storage: Storage = Storage()
+    config: dict[str, Any] | None = None
+    image: str | None = None
+    tls: bool = True
+
+
+# --- spec.index -----------------------------------------------------------------------
+
+
+class Codec(str, Enum):
+    DEFAULT = "default"
+    BEST_COMPRESSION = "best_compression"
+
+
+class Index(Model):
+    codec: Codec | None = None
+    shards: int | None = Field(default=None, ge=1)
+    replicas: int | None = Field(default=None, ge=0)
+    refresh_interval: str | None = None
+    settings: dict[str, Any] | None = None
+
+
+# --- spec.workload --------------------------------------------------------------------
+
+
+class TrackSource(str, Enum):
+    BUNDLED = "Bundled"  # a track shipped inside esbench (offline, generated corpus)
+    RALLY_TRACKS = "RallyTracks"  # a track of the default rally-tracks repository
+    GIT = "Git"  # a track from another git repository at a pinned revision
+
+
+class TrackRepository(Model):
+    url: str
+    revision: str | None = None
+
+
+class OnError(str, Enum):
+    ABORT = "abort"
+    CONTINUE = "continue"
+
+
+class Workload(Model):
+    track: str
+    source: TrackSource = TrackSource.BUNDLED
+    repository: TrackRepository | None = None
+    challenge: str | None = None
+    track_params: dict[str, Any] | None = None
+    include_tasks: list[str] | None = None
+    exclude_tasks: list[str] | None = None
+    test_mode: bool = False
+    on_error: OnError = OnError.ABORT
+
+
+# --- spec.rally -----------------------------------------------------------------------
+
+
+class CleanupPolicy(str, Enum):
+    DELETE = "Delete"  # delete the cluster once the benchmark has finished
+    KEEP = "Keep"
+    KEEP_ON_FAILURE = "KeepOnFailure"
+
+
+class Rally(Model):
+    image: str | None = None
+    resources: ResourceRequirements | None = None
+    extra_args: list[str] | None = None
+    cluster_ready_timeout_seconds: int = Field(default=1800, ge=1)
+    race_timeout_seconds: int = Field(default=7200, ge=1)
+    cleanup: CleanupPolicy = CleanupPolicy.DELETE
+    ttl_seconds_after_finished: int | None = Field(default=None, ge=0)
+
+
+class ExperimentSpec(Model):
+    elasticsearch: Elasticsearch
+    index: Index = Index()
+    workload: Workload
+    rally: Rally = Rally()
+
+
+# --- status ---------------------------------------------------------------------------
+
+
+class Phase(str, Enum):
+    PENDING = "Pending"
+    PROVISIONING = "Provisioning"
+    BENCHMARKING = "Benchmarking"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+
+
+TERMINAL_PHASES = (Phase.SUCCEEDED, Phase.FAILED)
+
+
+class Percentiles(Model):
+    """Rally's latency / service-time percentiles, exactly as reported (keys 50_0, 90_0, ...)."""
+
+    p50: float | None = None
+    p90: float | None = None
+    p99: float | None = None
+    p100: float | None = None
+    unit: str | None = None
+
+
+class Throughput(Model):
+    median: float | None = None
+    unit: str | None = None
+
+
+class TaskResult(Model):
+    task: str
+    operation: str | None = None
+    throughput: Throughput | None = None
+    latency: Percentiles | None = None
+    service_time: Percentiles | None = None
+    error_rate: float | None = None
+    duration: float | None = None  # ms, as Rally reports it
+
+
+class ClusterResult(Model):
+    """Node-level figures from race.json; times in ms, sizes in bytes, as Rally reports them."""
+
+    indexing_time_ms: float | None = None
+    merge_time_ms: float | None = None
+    refresh_time_ms: float | None = None
+    flush_time_ms: float | None = None
+    young_gc_time_ms: float | None = None
+    old_gc_time_ms: float | None = None
+    store_size_bytes: float | None = None
+    translog_size_bytes: float | None = None
+    segment_count: float | None = None
+
+
+class Distribution(Model):
+    mean: float | None = None
+    p90: float | None = None
+
+
+class NodeSample(Model):
+    """Per-node figures sampled from _nodes/stats during the race (Rally reports no CPU)."""
+
+    node: str
+    samples: int
+    process_cpu_percent: Distribution | None = None
+    os_cpu_percent: Distribution | None = None
+    heap_used_bytes: Distribution | None = None
+    gc_young_count: int | None = None
+    gc_young_time_ms: int | None = None
+    gc_old_count: int | None = None
+    gc_old_time_ms: int | None = None
+    indexing_total: int | None = None
+    search_query_total: int | None = None
+
+
+class Results(Model):
+    race_id: str | None = None
+    track: str | None = None
+    challenge: str | None = None
+    rally_version: str | None = None
+    distribution_version: str | None = None
+    track_params: dict[str, Any] | None = None
+    tasks: list[TaskResult] = []
+    cluster: ClusterResult | None = None
+    nodes: list[NodeSample] | None = None
