@@ -35,8 +35,8 @@ class Model(BaseModel):
 
 
 class ResourceRequirements(Model):
-    requests: dict[str, str] | None = None
-    limits: dict[str, str] | None = None
+    requests: dict[str, int | str] | None = None
+    limits: dict[str, int | str] | None = None
 
 
 class StorageType(str, Enum):

@@ -1,0 +1,26 @@
+"""Operator settings, read from the environment in one place (the Helm chart sets them)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Settings:
+    rally_image: str
+    rally_image_pull_policy: str
+    resync_seconds: float
+    max_workers: int
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None) -> Settings:
+        env = os.environ if env is None else env
+        return cls(
+            rally_image=env.get("ESBENCH_RALLY_IMAGE", "esbench/esbench:0.1.0"),
+            rally_image_pull_policy=env.get("ESBENCH_RALLY_IMAGE_PULL_POLICY", "IfNotPresent"),
+            # How often each unfinished Experiment is re-checked even without events
+            # (timeouts, TTLs, and anything an outage made the operator miss).
+            resync_seconds=float(env.get("ESBENCH_RESYNC_SECONDS", "10")),
+            max_workers=int(env.get("ESBENCH_MAX_WORKERS", "16")),
+        )

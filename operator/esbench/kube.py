@@ -1,0 +1,105 @@
+"""Kubernetes I/O: the only module that talks to the API server (besides kopf itself)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from esbench import api
+from esbench.builders import ECK_API_VERSION, RALLY_CONTAINER
+
+ECK_GROUP, ECK_VERSION = ECK_API_VERSION.split("/")
+ECK_PLURAL = "elasticsearches"
+
+
+class KindNotServed(Exception):
+    """The API server does not serve a kind we need (e.g. ECK's CRDs are not installed)."""
+
+
+class Kube:
+    def __init__(self, api_client: client.ApiClient):
+        self.custom = client.CustomObjectsApi(api_client)
+        self.core = client.CoreV1Api(api_client)
+        self.batch = client.BatchV1Api(api_client)
+
+    # --- Experiments ---
+
+    def get_experiment(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return _absent_as_none(
+            lambda: self.custom.get_namespaced_custom_object(api.GROUP, api.VERSION, namespace, api.PLURAL, name)
+        )
+
+    def patch_experiment_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
+        self.custom.patch_namespaced_custom_object_status(
+            api.GROUP, api.VERSION, namespace, api.PLURAL, name, {"status": status}
+        )
+
+    def delete_experiment(self, namespace: str, name: str) -> None:
+        _absent_as_none(
+            lambda: self.custom.delete_namespaced_custom_object(
+                api.GROUP, api.VERSION, namespace, api.PLURAL, name, propagation_policy="Background"
+            )
+        )
+
+    # --- ECK Elasticsearch ---
+
+    def create_elasticsearch(self, manifest: dict[str, Any]) -> None:
+        namespace = manifest["metadata"]["namespace"]
+        try:
+            self.custom.create_namespaced_custom_object(ECK_GROUP, ECK_VERSION, namespace, ECK_PLURAL, manifest)
+        except ApiException as error:
+            if error.status == 404:
+                raise KindNotServed(f"{ECK_API_VERSION} Elasticsearch") from error
+            if error.status != 409:  # created before (a retry or a restart): keep the one we have
+                raise
+
+    def get_elasticsearch(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return _absent_as_none(
+            lambda: self.custom.get_namespaced_custom_object(ECK_GROUP, ECK_VERSION, namespace, ECK_PLURAL, name)
+        )
+
+    def delete_elasticsearch(self, namespace: str, name: str) -> None:
+        _absent_as_none(
+            lambda: self.custom.delete_namespaced_custom_object(ECK_GROUP, ECK_VERSION, namespace, ECK_PLURAL, name)
+        )
+
+    # --- the Rally Job and its results ---
+
+    def create_job(self, manifest: dict[str, Any]) -> None:
+        _exists_ok(lambda: self.batch.create_namespaced_job(manifest["metadata"]["namespace"], manifest))
+
+    def get_job(self, namespace: str, name: str) -> dict[str, Any] | None:
+        job = _absent_as_none(lambda: self.batch.read_namespaced_job(name, namespace))
+        return None if job is None else self.batch.api_client.sanitize_for_serialization(job)
+
+    def job_pod(self, namespace: str, job_name: str) -> dict[str, Any] | None:
+        pods = self.core.list_namespaced_pod(namespace, label_selector=f"batch.kubernetes.io/job-name={job_name}")
+        if not pods.items:
+            return None
+        newest = max(pods.items, key=lambda pod: pod.metadata.creation_timestamp)
+        return self.core.api_client.sanitize_for_serialization(newest)
+
+    def pod_log(self, namespace: str, pod_name: str) -> str:
+        return self.core.read_namespaced_pod_log(pod_name, namespace, container=RALLY_CONTAINER)
+
+    def create_configmap(self, manifest: dict[str, Any]) -> None:
+        _exists_ok(lambda: self.core.create_namespaced_config_map(manifest["metadata"]["namespace"], manifest))
+
+
+def _absent_as_none(call):
+    try:
+        return call()
+    except ApiException as error:
+        if error.status == 404:
+            return None
+        raise
+
+
+def _exists_ok(call) -> None:
+    try:
+        call()
+    except ApiException as error:
+        if error.status != 409:
+            raise

@@ -1,0 +1,217 @@
+"""The Experiment's lifecycle: Pending -> Provisioning -> Benchmarking -> Succeeded | Failed.
+
+`reconcile` is level-triggered: it reads the Experiment and its children afresh and takes
+the next step, so it is safe to call for any event, on a timer, and after an operator
+restart. Children are created get-or-create by deterministic name, and results are written
+to the status in the same patch that ends the Experiment, so a retried or repeated call never
+makes a second cluster, a second Job or a second copy of the results.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from esbench import builders, eck, names, status
+from esbench.api import TERMINAL_PHASES, CleanupPolicy, Phase
+from esbench.config import Settings
+from esbench.kube import KindNotServed, Kube
+from esbench.report import RaceReport, decode_report
+from esbench.status import BENCHMARK_COMPLETE, CLUSTER_READY
+
+# (experiment body, event type "Normal"/"Warning", reason, message)
+EventSink = Callable[[dict[str, Any], str, str, str], None]
+
+
+class RetryLater(Exception):
+    """The step cannot finish now (e.g. a log not readable yet); the next resync tries again."""
+
+
+def _now() -> datetime:
+    return datetime.now(UTC).replace(microsecond=0)
+
+
+def _timestamp(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _parse(timestamp: str) -> datetime:
+    return datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+
+
+class Reconciler:
+    def __init__(self, kube: Kube, settings: Settings, emit: EventSink):
+        self.kube = kube
+        self.settings = settings
+        self.emit = emit
+        self._locks: defaultdict[tuple[str, str], threading.Lock] = defaultdict(threading.Lock)
+
+    def reconcile(self, namespace: str, name: str) -> None:
+        # Events for one Experiment arrive from several watches at once; one step at a time.
+        with self._locks[(namespace, name)]:
+            body = self.kube.get_experiment(namespace, name)
+            if body is None or body["metadata"].get("deletionTimestamp"):
+                return
+            phase = (body.get("status") or {}).get("phase")
+            if phase in TERMINAL_PHASES:
+                self._expire(body)
+                return
+            experiment = builders.Experiment.from_body(body)
+            if phase in (None, Phase.PENDING):
+                body = self._provision(body, experiment)
+                phase = body["status"]["phase"]
+            if phase == Phase.PROVISIONING:
+                body = self._await_cluster(body, experiment)
+                phase = body["status"]["phase"]
+            if phase == Phase.BENCHMARKING:
+                self._await_race(body, experiment)
+
+    # --- steps ---
+
+    def _provision(self, body: dict[str, Any], experiment: builders.Experiment) -> dict[str, Any]:
+        current = body.get("status") or {}
+        started = current.get("startTime") or _timestamp(_now())
+        try:
+            self.kube.create_elasticsearch(builders.elasticsearch_manifest(experiment))
+        except KindNotServed:
+            message = (
+                "The Elasticsearch kind (elasticsearch.k8s.elastic.co/v1) is not served by this API server: "
+                "install ECK (its CRDs and operator) first"
+            )
+            if self._past(started, experiment.spec.rally.cluster_ready_timeout_seconds):
+                return self._finish(body, experiment, False, "EckNotInstalled", message)
+            if current.get("phase") != Phase.PENDING:
+                self.emit(body, "Warning", "EckNotInstalled", message)
+            return self._update(body, Phase.PENDING, "EckNotInstalled", message, {"startTime": started},
+                                (CLUSTER_READY, False, "EckNotInstalled", message))
+        message = f"Creating Elasticsearch cluster {experiment.cluster} ({experiment.spec.elasticsearch.version})"
+        self.emit(body, "Normal", "Provisioning", message)
+        return self._update(
+            body, Phase.PROVISIONING, "Provisioning", message,
+            {"startTime": started, "clusterName": experiment.cluster, "raceId": experiment.race_id},
+            (CLUSTER_READY, False, "Provisioning", message),
+            (BENCHMARK_COMPLETE, False, "WaitingForCluster", "The race starts once the cluster is ready"),
+        )
+
+    def _await_cluster(self, body: dict[str, Any], experiment: builders.Experiment) -> dict[str, Any]:
+        es = self.kube.get_elasticsearch(experiment.namespace, experiment.cluster)
+        if es is None:  # deleted under us: ask for it again under the same name
+            self.kube.create_elasticsearch(builders.elasticsearch_manifest(experiment))
+            return body
+        readiness = eck.readiness(es, builders.total_node_count(experiment.spec))
+        if not readiness.ready:
+            started = body["status"]["startTime"]
+            if self._past(started, experiment.spec.rally.cluster_ready_timeout_seconds):
+                timeout = experiment.spec.rally.cluster_ready_timeout_seconds
+                message = f"Cluster not ready after {timeout}s. {readiness.message}"
+                return self._finish(body, experiment, False, "ClusterNotReady", message)
+            return body
+        job = builders.rally_job_manifest(experiment, self.settings.rally_image, self.settings.rally_image_pull_policy)
+        self.kube.create_job(job)
+        message = f"{readiness.message}; Rally Job {job['metadata']['name']} started"
+        self.emit(body, "Normal", "Benchmarking", message)
+        return self._update(
+            body, Phase.BENCHMARKING, "Benchmarking", message,
+            {"clusterVersion": readiness.version, "clusterReadyTime": _timestamp(_now()),
+             "jobName": job["metadata"]["name"]},
+            (CLUSTER_READY, True, "ClusterReady", readiness.message),
+            (BENCHMARK_COMPLETE, False, "Running", f"Rally race {experiment.race_id} is running"),
+        )
+
+    def _await_race(self, body: dict[str, Any], experiment: builders.Experiment) -> None:
+        job_name = names.job_name(experiment.name)
+        job = self.kube.get_job(experiment.namespace, job_name)
+        if job is None:
+            self._finish(body, experiment, False, "JobDeleted", f"Rally Job {job_name} was deleted before it finished")
+            return
+        finished = {c["type"]: c for c in (job.get("status") or {}).get("conditions") or [] if c["status"] == "True"}
+        if "Complete" not in finished and "Failed" not in finished:
+            return
+        failed = finished.get("Failed")
+        if failed and failed.get("reason") == "DeadlineExceeded":
+            timeout = experiment.spec.rally.race_timeout_seconds
+            self._finish(body, experiment, False, "RaceTimeout", f"The race did not finish within {timeout}s")
+            return
+        pod = self.kube.job_pod(experiment.namespace, job_name)
+        if pod is None:
+            self._finish(body, experiment, False, "ResultsUnavailable", f"The pod of Job {job_name} is gone")
+            return
+        try:
+            log = self.kube.pod_log(experiment.namespace, pod["metadata"]["name"])
+        except Exception as error:  # the kubelet may be briefly unreachable: try again on resync
+            raise RetryLater(f"Cannot read the log of {pod['metadata']['name']} yet: {error}") from error
+        report = decode_report(log)
+        if report is None:
+            exit_code = _exit_code(pod)
+            message = f"Rally Job {job_name} ended (exit code {exit_code}) without a report. Log tail:\n"
+            self._finish(body, experiment, False, "JobFailed", message + status.log_excerpt(log))
+            return
+        self._collect(body, experiment, report)
+
+    def _collect(self, body: dict[str, Any], experiment: builders.Experiment, report: RaceReport) -> None:
+        extra: dict[str, Any] = {}
+        if report.race_json is not None:
+            configmap = builders.race_json_configmap(experiment, report.race_json)
+            self.kube.create_configmap(configmap)
+            extra["raceJsonConfigMap"] = configmap["metadata"]["name"]
+        if report.results is not None:
+            extra["results"] = report.results.to_wire()
+            extra["headline"] = status.headline(report.results)
+        if report.succeeded:
+            self._finish(body, experiment, True, "RaceSucceeded", "Race finished; results collected", extra)
+        else:
+            failure = report.failure
+            reason, message = (failure.kind.value, failure.message) if failure else ("RaceFailed", "Race failed")
+            self._finish(body, experiment, False, reason, status.redact(message), extra)
+
+    def _finish(self, body, experiment, succeeded: bool, reason: str, message: str,
+                extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        phase = Phase.SUCCEEDED if succeeded else Phase.FAILED
+        conditions = [(BENCHMARK_COMPLETE, succeeded, reason, message)]
+        if not ((body.get("status") or {}).get("clusterVersion")):  # never became ready
+            conditions.append((CLUSTER_READY, False, reason, message))
+        updated = self._update(
+            body, phase, reason, message, {"completionTime": _timestamp(_now()), **(extra or {})}, *conditions
+        )
+        self.emit(body, "Normal" if succeeded else "Warning", reason, message)
+        policy = experiment.spec.rally.cleanup
+        if policy == CleanupPolicy.DELETE or (policy == CleanupPolicy.KEEP_ON_FAILURE and succeeded):
+            self.kube.delete_elasticsearch(experiment.namespace, experiment.cluster)
+            self.emit(body, "Normal", "ClusterDeleted", f"Deleted Elasticsearch cluster {experiment.cluster}")
+        return updated
+
+    def _expire(self, body: dict[str, Any]) -> None:
+        ttl = body["spec"].get("rally", {}).get("ttlSecondsAfterFinished")
+        completed = (body.get("status") or {}).get("completionTime")
+        if ttl is not None and completed and self._past(completed, ttl):
+            self.kube.delete_experiment(body["metadata"]["namespace"], body["metadata"]["name"])
+
+    # --- helpers ---
+
+    def _update(self, body, phase: Phase, reason: str, message: str, fields: dict[str, Any],
+                *conditions: tuple[str, bool, str, str]) -> dict[str, Any]:
+        current = dict(body.get("status") or {})
+        now = _timestamp(_now())
+        generation = body["metadata"].get("generation")
+        merged = current.get("conditions")
+        for type_, ok, cond_reason, cond_message in conditions:
+            merged = status.with_condition(merged, type_, ok, cond_reason, cond_message, now, generation)
+        patch = {"phase": phase.value, "reason": reason, "message": message,
+                 "observedGeneration": generation, "conditions": merged, **fields}
+        self.kube.patch_experiment_status(body["metadata"]["namespace"], body["metadata"]["name"], patch)
+        return {**body, "status": {**current, **patch}}
+
+    @staticmethod
+    def _past(since: str, seconds: int) -> bool:
+        return _now() >= _parse(since) + timedelta(seconds=seconds)
+
+
+def _exit_code(pod: dict[str, Any]) -> int | None:
+    for container in (pod.get("status") or {}).get("containerStatuses") or []:
+        terminated = (container.get("state") or {}).get("terminated")
+        if terminated:
+            return terminated.get("exitCode")
+    return None

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Fetches the real ECK Elasticsearch CRD from the ECK Go module (the Go module proxy is
+# reachable where GitHub and container registries are not) into the esbench cache.
+# Idempotent: returns at once when the CRD is already cached.
+set -euo pipefail
+
+ECK_VERSION=v3.5.0
+CRD=elasticsearch.k8s.elastic.co_elasticsearches.yaml
+cache=${ESBENCH_CACHE:-$HOME/.cache/esbench}
+dest="$cache/eck/$ECK_VERSION/$CRD"
+
+if [ -s "$dest" ]; then
+  echo "ECK $ECK_VERSION Elasticsearch CRD: $dest"
+  exit 0
+fi
+
+command -v go >/dev/null || { echo "eck-crds.sh: 'go' not found on PATH" >&2; exit 1; }
+command -v python3 >/dev/null || { echo "eck-crds.sh: 'python3' not found on PATH" >&2; exit 1; }
+
+# Run outside any module so the download never touches a go.mod; the checksum database is
+# unreachable here, so skip it.
+json=$(cd / && GOSUMDB=off GOFLAGS= go mod download -json "github.com/elastic/cloud-on-k8s/v3@$ECK_VERSION")
+dir=$(printf '%s' "$json" | python3 -c 'import json, sys; print(json.load(sys.stdin)["Dir"])')
+src="$dir/config/crds/v1/resources/$CRD"
+[ -s "$src" ] || { echo "eck-crds.sh: $src not found in the ECK module" >&2; exit 1; }
+
+mkdir -p "$(dirname "$dest")"
+# Copy then rename: the module cache is read-only, and a half-written file must never pass the check above.
+cp "$src" "$dest.tmp"
+chmod 0644 "$dest.tmp"
+mv "$dest.tmp" "$dest"
+echo "ECK $ECK_VERSION Elasticsearch CRD: $dest"

@@ -1,0 +1,163 @@
+"""The manifests built from an Experiment spec, checked without a cluster."""
+
+import json
+
+import pytest
+
+from esbench import builders
+from esbench.api import ExperimentSpec
+
+
+def experiment(**spec_overrides):
+    spec = {
+        "elasticsearch": {"version": "8.15.3"},
+        "workload": {"track": "smoke"},
+    }
+    for key, value in spec_overrides.items():
+        spec[key] = value
+    return builders.Experiment("bench-1", "perf", "0b8f3c1e-uid", ExperimentSpec.model_validate(spec))
+
+
+def test_every_child_is_owned_by_the_experiment_and_labelled():
+    exp = experiment()
+    for manifest in (
+        builders.elasticsearch_manifest(exp),
+        builders.rally_job_manifest(exp, "esbench:dev", "Never"),
+        builders.race_json_configmap(exp, {"race-id": "x"}),
+    ):
+        meta = manifest["metadata"]
+        assert meta["namespace"] == "perf"
+        assert meta["ownerReferences"] == [
+            {"apiVersion": "esbench.io/v1alpha1", "kind": "Experiment", "name": "bench-1",
+             "uid": "0b8f3c1e-uid", "controller": True, "blockOwnerDeletion": True}
+        ]
+        assert meta["labels"]["esbench.io/experiment"] == "bench-1"
+        assert meta["labels"]["app.kubernetes.io/name"] == "esbench"
+        assert meta["labels"]["app.kubernetes.io/instance"] == "bench-1"
+
+
+def test_elasticsearch_defaults_to_one_node_with_a_pvc_and_tls():
+    manifest = builders.elasticsearch_manifest(experiment())
+    assert manifest["apiVersion"] == "elasticsearch.k8s.elastic.co/v1"
+    assert manifest["metadata"]["name"] == "bench-1"
+    assert manifest["spec"]["version"] == "8.15.3"
+    assert "http" not in manifest["spec"]  # ECK's default: self-signed TLS
+    [node_set] = manifest["spec"]["nodeSets"]
+    assert node_set["name"] == "default" and node_set["count"] == 1
+    assert node_set["config"] == {"node.store.allow_mmap": False}
+    [claim] = node_set["volumeClaimTemplates"]
+    assert claim["metadata"]["name"] == "elasticsearch-data"
+    assert claim["spec"]["resources"]["requests"]["storage"] == "10Gi"
+
+
+def test_elasticsearch_topology_resources_heap_storage_config_and_image():
+    manifest = builders.elasticsearch_manifest(experiment(elasticsearch={
+        "version": "8.15.3",
+        "nodeSets": [{"name": "masters", "count": 3, "roles": ["master"]},
+                     {"name": "data", "count": 2, "roles": ["data", "ingest"]}],
+        "resources": {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"memory": "4Gi"}},
+        "heap": "2g",
+        "storage": {"type": "EmptyDir"},
+        "config": {"indices.memory.index_buffer_size": "20%", "node.store.allow_mmap": True},
+        "image": "registry.local/elasticsearch:8.15.3",
+        "tls": False,
+    }))
+    spec = manifest["spec"]
+    assert spec["image"] == "registry.local/elasticsearch:8.15.3"
+    assert spec["http"] == {"tls": {"selfSignedCertificate": {"disabled": True}}}
+    masters, data = spec["nodeSets"]
+    assert (masters["name"], masters["count"], masters["config"]["node.roles"]) == ("masters", 3, ["master"])
+    assert (data["name"], data["count"], data["config"]["node.roles"]) == ("data", 2, ["data", "ingest"])
+    assert data["config"]["indices.memory.index_buffer_size"] == "20%"
+    assert data["config"]["node.store.allow_mmap"] is True  # the user's config wins over our default
+    pod = data["podTemplate"]["spec"]
+    [container] = pod["containers"]
+    assert container["name"] == "elasticsearch"
+    assert container["env"] == [{"name": "ES_JAVA_OPTS", "value": "-Xms2g -Xmx2g"}]
+    assert container["resources"] == {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"memory": "4Gi"}}
+    assert pod["volumes"] == [{"name": "elasticsearch-data", "emptyDir": {}}]
+    assert "volumeClaimTemplates" not in data
+    assert builders.total_node_count(experiment(elasticsearch={
+        "version": "8.15.3", "nodeSets": [{"name": "a", "count": 3}, {"name": "b", "count": 2}]}).spec) == 5
+
+
+def test_storage_class_reaches_the_claim():
+    manifest = builders.elasticsearch_manifest(experiment(elasticsearch={
+        "version": "8.15.3", "storage": {"size": "50Gi", "storageClassName": "fast-ssd"}}))
+    claim = manifest["spec"]["nodeSets"][0]["volumeClaimTemplates"][0]["spec"]
+    assert claim == {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "50Gi"}},
+                     "storageClassName": "fast-ssd"}
+
+
+def test_rally_job_gets_credentials_by_reference_and_no_api_token():
+    job = builders.rally_job_manifest(experiment(), "esbench:dev", "Never")
+    assert job["metadata"]["name"] == "bench-1-rally"
+    assert job["spec"]["backoffLimit"] == 0
+    assert job["spec"]["activeDeadlineSeconds"] == 7200
+    pod = job["spec"]["template"]["spec"]
+    assert pod["automountServiceAccountToken"] is False
+    assert pod["restartPolicy"] == "Never"
+    [container] = pod["containers"]
+    assert container["image"] == "esbench:dev" and container["imagePullPolicy"] == "Never"
+    env = {e["name"]: e for e in container["env"]}
+    assert env["ES_PASSWORD"] == {"name": "ES_PASSWORD", "valueFrom": {
+        "secretKeyRef": {"name": "bench-1-es-elastic-user", "key": "elastic"}}}
+    assert env["ES_USERNAME"]["value"] == "elastic"
+    assert json.loads(env["ESBENCH_SPEC"]["value"])["workload"]["track"] == "smoke"
+    assert container["args"] == [
+        "race",
+        "--target-url=https://bench-1-es-http.perf.svc:9200",
+        "--race-id=0b8f3c1e-uid",
+        "--work-dir=/work",
+        "--ca-file=/etc/esbench/ca/ca.crt",
+    ]
+    ca_volume = next(v for v in pod["volumes"] if v["name"] == "es-ca")
+    assert ca_volume["secret"]["secretName"] == "bench-1-es-http-certs-public"
+    assert not any("password" in arg.lower() for arg in container["args"])
+
+
+def test_rally_pod_meets_pod_security_restricted():
+    pod = builders.rally_job_manifest(experiment(), "esbench:dev", "IfNotPresent")["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    context = pod["containers"][0]["securityContext"]
+    assert context["allowPrivilegeEscalation"] is False
+    assert context["capabilities"] == {"drop": ["ALL"]}
+    assert context["readOnlyRootFilesystem"] is True
+    mounts = {m["mountPath"] for m in pod["containers"][0]["volumeMounts"]}
+    assert {"/work", "/tmp"} <= mounts  # writable places despite the read-only root
+
+
+def test_rally_job_without_tls_uses_http_and_mounts_no_ca():
+    job = builders.rally_job_manifest(
+        experiment(elasticsearch={"version": "7.17.29", "tls": False},
+                   rally={"image": "mine/rally:1", "raceTimeoutSeconds": 600,
+                          "resources": {"limits": {"cpu": "1"}}}),
+        "esbench:dev", "Never")
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    assert "--target-url=http://bench-1-es-http.perf.svc:9200" in container["args"]
+    assert not any(a.startswith("--ca-file") for a in container["args"])
+    assert all(v["name"] != "es-ca" for v in job["spec"]["template"]["spec"]["volumes"])
+    assert container["image"] == "mine/rally:1"
+    assert container["resources"] == {"limits": {"cpu": "1"}}
+    assert job["spec"]["activeDeadlineSeconds"] == 600
+
+
+def test_race_json_configmap_is_immutable_and_gzips_when_large():
+    exp = experiment()
+    small = builders.race_json_configmap(exp, {"race-id": "r1"})
+    assert small["metadata"]["name"] == "bench-1-race"
+    assert small["immutable"] is True
+    assert json.loads(small["data"]["race.json"]) == {"race-id": "r1"}
+    large = builders.race_json_configmap(exp, {"blob": "x" * 2_000_000})
+    assert "data" not in large and "race.json.gz" in large["binaryData"]
+    assert len(large["binaryData"]["race.json.gz"]) < 100_000
+
+
+@pytest.mark.parametrize("codec", ["default", "best_compression"])
+def test_spec_round_trips_through_the_job_environment(codec):
+    exp = experiment(index={"codec": codec, "shards": 2, "replicas": 0, "refreshInterval": "30s",
+                            "settings": {"index.translog.durability": "async"}})
+    job = builders.rally_job_manifest(exp, "esbench:dev", "Never")
+    env = {e["name"]: e for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert ExperimentSpec.model_validate(json.loads(env["ESBENCH_SPEC"]["value"])) == exp.spec

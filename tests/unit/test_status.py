@@ -1,0 +1,43 @@
+"""Conditions, headline and log excerpts for the Experiment status."""
+
+from esbench.api import Results, TaskResult, Throughput
+from esbench.report import RaceReport, encode_report
+from esbench.status import headline, log_excerpt, redact, with_condition
+
+
+def test_condition_transition_time_moves_only_when_status_changes():
+    first = with_condition(None, "ClusterReady", False, "Provisioning", "creating", "T1", 1)
+    same = with_condition(first, "ClusterReady", False, "Provisioning", "still creating", "T2", 1)
+    assert same[0]["lastTransitionTime"] == "T1" and same[0]["message"] == "still creating"
+    flipped = with_condition(same, "ClusterReady", True, "ClusterReady", "ready", "T3", 1)
+    assert flipped == [{"type": "ClusterReady", "status": "True", "reason": "ClusterReady", "message": "ready",
+                        "lastTransitionTime": "T3", "observedGeneration": 1}]
+
+
+def test_conditions_of_other_types_are_kept():
+    conditions = with_condition(None, "ClusterReady", True, "ClusterReady", "ok", "T1", 1)
+    conditions = with_condition(conditions, "BenchmarkComplete", False, "Running", "racing", "T2", 1)
+    assert [c["type"] for c in conditions] == ["BenchmarkComplete", "ClusterReady"]
+
+
+def test_headline_prefers_indexing_throughput():
+    results = Results(tasks=[
+        TaskResult(task="query-match-all", throughput=Throughput(median=95.5, unit="ops/s")),
+        TaskResult(task="index-append", throughput=Throughput(median=12345.6, unit="docs/s")),
+    ])
+    assert headline(results) == "12,346 docs/s index-append"
+    assert headline(Results(tasks=[TaskResult(task="refresh")])) is None
+
+
+def test_redact_removes_credentials_in_common_shapes():
+    text = ("password: hunter2\nAuthorization: Basic ZWxhc3RpYzpodW50ZXIy\n"
+            "GET https://elastic:hunter2@es:9200/\nbasic_auth_password='hunter2'")
+    assert "hunter2" not in redact(text)
+    assert "ZWxhc3RpYzpodW50ZXIy" not in redact(text)
+
+
+def test_log_excerpt_is_the_redacted_tail_without_report_lines():
+    report_lines = encode_report(RaceReport(succeeded=False))
+    log = "\n".join([f"line {i}" for i in range(40)] + ["password=hunter2"] + report_lines)
+    excerpt = log_excerpt(log, max_lines=5)
+    assert excerpt.splitlines() == ["line 36", "line 37", "line 38", "line 39", "password=[redacted]"]
