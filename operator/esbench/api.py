@@ -10,7 +10,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, model_validator
 from pydantic.alias_generators import to_camel
 
 GROUP = "esbench.io"
@@ -20,6 +20,10 @@ KIND = "Experiment"
 PLURAL = "experiments"
 
 BUNDLED_TRACKS = ("smoke", "indexing", "source-filtering", "range-queries", "codec-search")
+
+
+# Scalars only, as the CRD allows (x-kubernetes-int-or-string) for elasticsearch.yml and index settings.
+Scalar = StrictInt | StrictStr
 
 
 class Model(BaseModel):
@@ -63,7 +67,7 @@ class Elasticsearch(Model):
     resources: ResourceRequirements | None = None
     heap: str | None = None
     storage: Storage = Storage()
-    config: dict[str, Any] | None = None
+    config: dict[str, Scalar] | None = None
     image: str | None = None
     tls: bool = True
 
@@ -81,7 +85,7 @@ class Index(Model):
     shards: int | None = Field(default=None, ge=1)
     replicas: int | None = Field(default=None, ge=0)
     refresh_interval: str | None = None
-    settings: dict[str, Any] | None = None
+    settings: dict[str, Scalar] | None = None
 
 
 # --- spec.workload --------------------------------------------------------------------
@@ -139,6 +143,30 @@ class ExperimentSpec(Model):
     index: Index = Index()
     workload: Workload
     rally: Rally = Rally()
+
+    @model_validator(mode="after")
+    def _track_params_do_not_repeat_index_settings(self) -> ExperimentSpec:
+        # The CRD cannot check this (track params are free-form JSON, out of CEL's reach),
+        # so the operator reports it as InvalidSpec and local mode rejects it up front.
+        params = self.workload.track_params or {}
+        index = self.index
+        conflicts = [
+            (index.shards is not None and "number_of_shards" in params, "number_of_shards", "index.shards"),
+            (index.replicas is not None and "number_of_replicas" in params, "number_of_replicas", "index.replicas"),
+            (
+                "index_settings" in params
+                and (index.codec is not None or index.refresh_interval is not None or index.settings is not None),
+                "index_settings",
+                "index.codec/refreshInterval/settings",
+            ),
+        ]
+        for conflict, param, field in conflicts:
+            if conflict:
+                raise ValueError(
+                    f"workload.trackParams.{param} conflicts with {field}: set it in one place only "
+                    "(Rally's index_settings replaces a track's default index settings)"
+                )
+        return self
 
 
 # --- status ---------------------------------------------------------------------------

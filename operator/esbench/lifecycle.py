@@ -15,6 +15,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from pydantic import ValidationError
+
 from esbench import builders, eck, names, status
 from esbench.api import TERMINAL_PHASES, CleanupPolicy, Phase
 from esbench.config import Settings
@@ -59,7 +61,14 @@ class Reconciler:
             if phase in TERMINAL_PHASES:
                 self._expire(body)
                 return
-            experiment = builders.Experiment.from_body(body)
+            try:
+                experiment = builders.Experiment.from_body(body)
+            except ValidationError as error:
+                message = "; ".join(e["msg"].removeprefix("Value error, ") for e in error.errors())
+                self._update(body, Phase.FAILED, "InvalidSpec", message, {"completionTime": _timestamp(_now())},
+                             (BENCHMARK_COMPLETE, False, "InvalidSpec", message))
+                self.emit(body, "Warning", "InvalidSpec", message)
+                return
             if phase in (None, Phase.PENDING):
                 body = self._provision(body, experiment)
                 phase = body["status"]["phase"]

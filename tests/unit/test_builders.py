@@ -58,7 +58,7 @@ def test_elasticsearch_topology_resources_heap_storage_config_and_image():
         "resources": {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"memory": "4Gi"}},
         "heap": "2g",
         "storage": {"type": "EmptyDir"},
-        "config": {"indices.memory.index_buffer_size": "20%", "node.store.allow_mmap": True},
+        "config": {"indices.memory.index_buffer_size": "20%", "node.store.allow_mmap": "true"},
         "image": "registry.local/elasticsearch:8.15.3",
         "tls": False,
     }))
@@ -69,7 +69,7 @@ def test_elasticsearch_topology_resources_heap_storage_config_and_image():
     assert (masters["name"], masters["count"], masters["config"]["node.roles"]) == ("masters", 3, ["master"])
     assert (data["name"], data["count"], data["config"]["node.roles"]) == ("data", 2, ["data", "ingest"])
     assert data["config"]["indices.memory.index_buffer_size"] == "20%"
-    assert data["config"]["node.store.allow_mmap"] is True  # the user's config wins over our default
+    assert data["config"]["node.store.allow_mmap"] == "true"  # the user's config wins over our default
     pod = data["podTemplate"]["spec"]
     [container] = pod["containers"]
     assert container["name"] == "elasticsearch"

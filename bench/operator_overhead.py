@@ -1,0 +1,183 @@
+"""The operator's own overhead on a real kube-apiserver (`make bench`).
+
+Measures, from watch events observed by this process:
+  created -> ES resource created      (Experiment create call returned -> ES ADDED seen)
+  ES ready -> Job created             (stand-in ECK's Ready status written -> Job ADDED seen)
+  Job finished -> results in status   (Job Complete seen -> Experiment Succeeded seen)
+over LATENCY_EXPERIMENTS Experiments, then the operator's peak RSS (VmHWM) while
+CONCURRENT_EXPERIMENTS run at once. ECK's controller and the kubelet are stood in for as in
+the integration tests; the API server, controller-manager and operator process are real.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from kubernetes import client, watch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from esbench import api  # noqa: E402
+from esbench.report import RaceReport, encode_report  # noqa: E402
+from esbench.results import summarize  # noqa: E402
+from tests.support.controlplane import ControlPlane, eck_crd_path  # noqa: E402
+from tests.support.operator_process import OperatorProcess  # noqa: E402
+from tests.support.standin_eck import StandinEck  # noqa: E402
+from tests.support.standin_kubelet import StandinKubelet  # noqa: E402
+
+LATENCY_EXPERIMENTS = int(os.environ.get("BENCH_LATENCY_EXPERIMENTS", "50"))
+BATCH = 10
+CONCURRENT_EXPERIMENTS = int(os.environ.get("BENCH_CONCURRENT_EXPERIMENTS", "100"))
+TARGET_P95_SECONDS = 1.0
+TARGET_RSS_MIB = 250
+
+
+class Observer:
+    """First time each named thing was seen, from watches running in background threads."""
+
+    def __init__(self, api_client: client.ApiClient, namespace: str):
+        self.custom = client.CustomObjectsApi(api_client)
+        self.batch = client.BatchV1Api(api_client)
+        self.namespace = namespace
+        self.seen: dict[tuple[str, str], float] = {}
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        for target in (self._experiments, self._clusters, self._jobs):
+            threading.Thread(target=target, daemon=True).start()
+
+    def _mark(self, what: str, name: str) -> None:
+        with self.lock:
+            self.seen.setdefault((what, name), time.monotonic())
+
+    def _stream(self, list_call, *args, on_event):
+        while not self.stop.is_set():
+            for event in watch.Watch().stream(list_call, *args, timeout_seconds=5):
+                on_event(event)
+
+    def _experiments(self):
+        def on_event(event):
+            phase = (event["object"].get("status") or {}).get("phase")
+            if phase in ("Succeeded", "Failed"):
+                self._mark(phase, event["object"]["metadata"]["name"])
+        self._stream(self.custom.list_namespaced_custom_object, api.GROUP, api.VERSION, self.namespace,
+                     api.PLURAL, on_event=on_event)
+
+    def _clusters(self):
+        self._stream(self.custom.list_namespaced_custom_object, "elasticsearch.k8s.elastic.co", "v1",
+                     self.namespace, "elasticsearches",
+                     on_event=lambda e: self._mark("es", e["object"]["metadata"]["name"]))
+
+    def _jobs(self):
+        def on_event(event):
+            job = event["object"]
+            experiment = job.metadata.labels["esbench.io/experiment"]
+            self._mark("job", experiment)
+            if any(c.type == "Complete" and c.status == "True" for c in (job.status.conditions or [])):
+                self._mark("complete", experiment)
+        self._stream(self.batch.list_namespaced_job, self.namespace, on_event=on_event)
+
+    def wait(self, what: str, names: list[str], timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while not all((what, name) in self.seen for name in names):
+            if time.monotonic() > deadline:
+                missing = [n for n in names if (what, n) not in self.seen]
+                raise TimeoutError(f"{len(missing)} never reached {what}: {missing[:5]}")
+            time.sleep(0.05)
+
+
+def experiment(name: str) -> dict:
+    return {"apiVersion": api.API_VERSION, "kind": api.KIND, "metadata": {"name": name},
+            "spec": {"elasticsearch": {"version": "8.15.3"}, "workload": {"track": "smoke"}}}
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
+
+
+def peak_rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmHWM")
+
+
+def main() -> int:
+    race_json = json.loads(next(iter(sorted((ROOT / "tests/fixtures/race").glob("*success*.json")))).read_text())
+    log = "\n".join(encode_report(RaceReport(succeeded=True, results=summarize(race_json), race_json=race_json)))
+    crds = [eck_crd_path(), *sorted((ROOT / "crds").glob("*.yaml"))]
+    with ControlPlane(crd_paths=crds) as control_plane, StandinKubelet(control_plane) as kubelet:
+        api_client = control_plane.api_client()
+        custom = client.CustomObjectsApi(api_client)
+        eck = StandinEck(api_client)
+        namespace = control_plane.create_namespace("bench-")
+        observer = Observer(api_client, namespace)
+        operator = OperatorProcess(Path(control_plane.kubeconfig_path),
+                                   Path(tempfile.mkdtemp()) / "operator.log", ESBENCH_RESYNC_SECONDS="10").start()
+        pool = ThreadPoolExecutor(max_workers=16)
+        try:
+            created, ready = {}, {}
+            names = [f"lat-{i:03d}" for i in range(LATENCY_EXPERIMENTS)]
+            for start in range(0, len(names), BATCH):
+                batch = names[start:start + BATCH]
+                for name in batch:
+                    created[name] = time.monotonic()
+                    custom.create_namespaced_custom_object(api.GROUP, api.VERSION, namespace, api.PLURAL,
+                                                           experiment(name))
+                observer.wait("es", batch)
+                for name in batch:
+                    eck.make_ready(namespace, name)
+                    ready[name] = time.monotonic()
+                observer.wait("job", batch)
+                list(pool.map(lambda n: kubelet.finish_job_pod(namespace, f"{n}-rally", log, 0), batch))
+                observer.wait("Succeeded", batch)
+            steps = {
+                "created -> ES resource created": [observer.seen[("es", n)] - created[n] for n in names],
+                "ES ready -> Job created": [observer.seen[("job", n)] - ready[n] for n in names],
+                "Job finished -> results in status": [
+                    observer.seen[("Succeeded", n)] - observer.seen[("complete", n)] for n in names],
+            }
+            print(f"Operator overhead over {len(names)} Experiments (real kube-apiserver {control_plane.server}):")
+            print(f"{'step':<36} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
+            worst_p95 = 0.0
+            for step, values in steps.items():
+                p95 = percentile(values, 0.95)
+                worst_p95 = max(worst_p95, p95)
+                print(f"{step:<36} {statistics.median(values) * 1000:8.0f} {p95 * 1000:8.0f} {max(values) * 1000:8.0f}")
+
+            concurrent = [f"conc-{i:03d}" for i in range(CONCURRENT_EXPERIMENTS)]
+            started = time.monotonic()
+            for name in concurrent:
+                custom.create_namespaced_custom_object(api.GROUP, api.VERSION, namespace, api.PLURAL,
+                                                       experiment(name))
+            observer.wait("es", concurrent, timeout=300)
+            list(pool.map(lambda n: eck.make_ready(namespace, n), concurrent))
+            observer.wait("job", concurrent, timeout=300)
+            list(pool.map(lambda n: kubelet.finish_job_pod(namespace, f"{n}-rally", log, 0), concurrent))
+            observer.wait("Succeeded", concurrent, timeout=300)
+            elapsed = time.monotonic() - started
+            terminal = sum(("Succeeded", n) in observer.seen or ("Failed", n) in observer.seen for n in concurrent)
+            rss = peak_rss_mib(operator.process.pid)
+            print(f"{CONCURRENT_EXPERIMENTS} concurrent Experiments: {terminal} reached a terminal phase "
+                  f"in {elapsed:.1f}s; operator peak RSS {rss:.0f} MiB")
+        finally:
+            observer.stop.set()
+            operator.stop()
+            pool.shutdown(wait=False, cancel_futures=True)
+    ok = worst_p95 < TARGET_P95_SECONDS and terminal == CONCURRENT_EXPERIMENTS and rss < TARGET_RSS_MIB
+    print(f"targets (each step p95 < {TARGET_P95_SECONDS:.0f} s, all terminal, RSS < {TARGET_RSS_MIB} MiB): "
+          f"{'met' if ok else 'NOT met'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

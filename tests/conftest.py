@@ -1,0 +1,14 @@
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+# Test support modules (harness, stand-ins) are imported as `tests.support.*`, also under bare `pytest`.
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return ROOT

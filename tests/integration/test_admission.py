@@ -1,0 +1,160 @@
+"""The real kube-apiserver rejects invalid Experiments at admission, naming the field.
+
+Everything here is real: kube-apiserver + etcd with the CRD from crds/ installed. No
+operator runs; these are the API server's own answers.
+"""
+
+import copy
+import json
+
+import pytest
+import yaml
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from esbench import api
+
+VALID = {
+    "apiVersion": api.API_VERSION,
+    "kind": api.KIND,
+    "metadata": {"name": "valid"},
+    "spec": {
+        "elasticsearch": {"version": "8.15.3"},
+        "workload": {"track": "smoke"},
+    },
+}
+
+
+def with_spec(path: str | None = None, value=None, **fields):
+    """VALID with spec fields set by dotted path (a value of ... removes the field)."""
+    if path is not None:
+        fields[path] = value
+    body = copy.deepcopy(VALID)
+    body["metadata"]["name"] = "bad"
+    for dotted, field_value in fields.items():
+        node = body["spec"]
+        *parents, leaf = dotted.split(".")
+        for key in parents:
+            node = node.setdefault(key, {})
+        if field_value is ...:
+            node.pop(leaf)
+        else:
+            node[leaf] = field_value
+    return body
+
+
+def both(first: str, first_value, second: str, second_value):
+    return with_spec(**{first: first_value, second: second_value})
+
+
+INVALID = [
+    ("missing version", with_spec("elasticsearch.version", ...), "spec.elasticsearch.version: Required value"),
+    ("malformed version", with_spec("elasticsearch.version", "8.15"),
+     "elasticsearch.version must look like MAJOR.MINOR.PATCH"),
+    ("version too old", with_spec("elasticsearch.version", "6.8.23"), "must be 7.17.0 or newer"),
+    ("nodeCount and nodeSets", both("elasticsearch.nodeCount", 2, "elasticsearch.nodeSets", [{"name": "a", "count": 1}]),
+     "set either elasticsearch.nodeCount or elasticsearch.nodeSets, not both"),
+    ("zero nodes", with_spec("elasticsearch.nodeCount", 0), "spec.elasticsearch.nodeCount: Invalid value"),
+    ("duplicate node set", with_spec("elasticsearch.nodeSets", [{"name": "a", "count": 1}, {"name": "a", "count": 2}]),
+     "Duplicate value"),
+    ("unknown role", with_spec("elasticsearch.nodeSets", [{"name": "a", "count": 1, "roles": ["coordinator"]}]),
+     "Unsupported value: \"coordinator\""),
+    ("bad heap", with_spec("elasticsearch.heap", "2 GB"), "elasticsearch.heap must be a JVM size"),
+    ("storage class on emptyDir", with_spec("elasticsearch.storage", {"type": "EmptyDir", "storageClassName": "ssd"}),
+     "storageClassName applies only to type PersistentVolumeClaim"),
+    ("bad storage size", with_spec("elasticsearch.storage", {"size": "lots"}), "must be a Kubernetes quantity"),
+    ("security in config", with_spec("elasticsearch.config", {"xpack.security.enabled": "false"}),
+     "elasticsearch.config must not set xpack.security.*"),
+    ("structured config value", with_spec("elasticsearch.config", {"thread_pool.write.size": {"nested": 1}}),
+     "spec.elasticsearch.config.thread_pool.write.size"),
+    ("bad memory quantity", with_spec("elasticsearch.resources", {"limits": {"memory": "4 gigs"}}),
+     "spec.elasticsearch.resources.limits.memory"),
+    ("unknown codec", with_spec("index.codec", "zstd"), "Unsupported value: \"zstd\""),
+    ("zero shards", with_spec("index.shards", 0), "spec.index.shards: Invalid value"),
+    ("negative replicas", with_spec("index.replicas", -1), "spec.index.replicas: Invalid value"),
+    ("bad refresh interval", with_spec("index.refreshInterval", "30 seconds"),
+     "index.refreshInterval must be an Elasticsearch time value"),
+    ("typed setting in free map", with_spec("index.settings", {"index.codec": "best_compression"}),
+     "index.settings must not set codec"),
+    ("short setting name", with_spec("index.settings", {"translog.durability": "async"}),
+     "must be full index setting names starting with 'index.'"),
+    ("unknown bundled track", with_spec("workload.track", "geonames"), "must name a bundled track"),
+    ("git without repository", with_spec("workload.source", "Git"), "workload.repository is required"),
+    ("repository without git", with_spec("workload.repository", {"url": "https://github.com/elastic/rally-tracks"}),
+     "workload.repository is required when workload.source is Git, and only then"),
+    ("include and exclude tasks", both("workload.includeTasks", ["a"], "workload.excludeTasks", ["b"]),
+     "set either workload.includeTasks or workload.excludeTasks"),
+    ("unknown on-error", with_spec("workload.onError", "ignore"), "Unsupported value: \"ignore\""),
+    ("controlled rally option", with_spec("rally.extraArgs", ["--target-hosts=evil:9200"]),
+     "rally.extraArgs must not set options esbench controls"),
+    ("tiny timeout", with_spec("rally.clusterReadyTimeoutSeconds", 5), "spec.rally.clusterReadyTimeoutSeconds"),
+    ("unknown cleanup", with_spec("rally.cleanup", "Sometimes"), "Unsupported value: \"Sometimes\""),
+    ("bad git url", with_spec("workload", {"track": "nyc_taxis", "source": "Git", "repository": {"url": "file:///etc"}}),
+     "workload.repository.url must be a git URL"),
+]
+
+
+@pytest.fixture
+def custom(control_plane):
+    return client.CustomObjectsApi(control_plane.api_client())
+
+
+def create(custom, namespace, body, dry_run=None):
+    return custom.create_namespaced_custom_object(
+        api.GROUP, api.VERSION, namespace, api.PLURAL, body, dry_run=dry_run)
+
+
+@pytest.mark.parametrize("case, body, expected", INVALID, ids=[case for case, _, _ in INVALID])
+def test_invalid_experiment_is_rejected_with_a_message_naming_the_field(custom, namespace, case, body, expected):
+    with pytest.raises(ApiException) as rejected:
+        create(custom, namespace, body)
+    assert rejected.value.status == 422, rejected.value.body
+    message = json.loads(rejected.value.body)["message"]
+    assert expected in message, message
+
+
+def test_name_longer_than_eck_allows_is_rejected(custom, namespace):
+    body = copy.deepcopy(VALID)
+    body["metadata"]["name"] = "x" * 37
+    with pytest.raises(ApiException) as rejected:
+        create(custom, namespace, body)
+    assert "metadata.name must be at most 36 characters" in json.loads(rejected.value.body)["message"]
+
+
+def test_unknown_fields_are_rejected(custom, namespace):
+    body = with_spec("index.codecs", "best_compression")
+    with pytest.raises(ApiException) as rejected:
+        custom.create_namespaced_custom_object(
+            api.GROUP, api.VERSION, namespace, api.PLURAL, body, field_validation="Strict")
+    assert 'unknown field "spec.index.codecs"' in json.loads(rejected.value.body)["message"]
+
+
+def test_spec_is_immutable(custom, namespace):
+    created = create(custom, namespace, VALID)
+    with pytest.raises(ApiException) as rejected:
+        custom.patch_namespaced_custom_object(
+            api.GROUP, api.VERSION, namespace, api.PLURAL, created["metadata"]["name"],
+            {"spec": {"index": {"codec": "best_compression"}}})
+    assert "spec is immutable" in json.loads(rejected.value.body)["message"]
+
+
+def test_defaults_are_applied_by_the_api_server(custom, namespace):
+    created = create(custom, namespace, VALID)
+    spec = created["spec"]
+    assert spec["workload"]["source"] == "Bundled"
+    assert spec["workload"]["onError"] == "abort"
+    assert spec["elasticsearch"]["tls"] is True
+    assert spec["elasticsearch"]["storage"] == {"type": "PersistentVolumeClaim", "size": "10Gi"}
+    assert spec["rally"]["cleanup"] == "Delete"
+    assert spec["rally"]["clusterReadyTimeoutSeconds"] == 1800
+    # What the API server stores parses into the same typed model the operator uses.
+    api.ExperimentSpec.model_validate(spec)
+
+
+def test_every_example_is_accepted(custom, namespace, repo_root):
+    examples = sorted((repo_root / "examples").glob("**/*.yaml"))
+    assert examples, "examples/ holds no Experiment"
+    for path in examples:
+        for document in yaml.safe_load_all(path.read_text()):
+            if document and document.get("kind") == api.KIND:
+                create(custom, namespace, document, dry_run="All")

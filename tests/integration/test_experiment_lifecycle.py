@@ -1,0 +1,288 @@
+"""The real operator process reconciles Experiments on a real kube-apiserver.
+
+Real: etcd, kube-apiserver, kube-controller-manager (the Job controller makes the Rally pod
+and marks the Job Complete/Failed; the garbage collector follows owner references), the
+ECK CRD, our CRD, and the operator itself, run with `kopf run` as a separate process.
+Stood in for: ECK's controller (support.standin_eck: Service, Secrets and status as ECK
+writes them) and the kubelet's work (support.standin_kubelet: binds the pod, serves its
+log, sets its terminal status). The pod log is the runner's real report of a real race.json.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from kubernetes import client
+
+from esbench import api
+from esbench.report import Failure, FailureKind, RaceReport, encode_report
+from esbench.results import summarize
+from tests.support.operator_process import OperatorProcess
+from tests.support.standin_eck import StandinEck
+
+RACE_FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "race"
+
+
+def wait_for(predicate, timeout: float = 30, what: str = "condition", interval: float = 0.2):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+@pytest.fixture
+def apis(control_plane):
+    api_client = control_plane.api_client()
+    return type("Apis", (), {
+        "custom": client.CustomObjectsApi(api_client),
+        "core": client.CoreV1Api(api_client),
+        "batch": client.BatchV1Api(api_client),
+    })
+
+
+@pytest.fixture
+def eck(control_plane):
+    return StandinEck(control_plane.api_client())
+
+
+@pytest.fixture
+def operator(control_plane, tmp_path):
+    process = OperatorProcess(Path(control_plane.kubeconfig_path), tmp_path / "operator.log").start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture(scope="session")
+def race_json() -> dict:
+    """A real race.json from a real Rally run (see tests/fixtures/race/README.md)."""
+    return json.loads(next(iter(sorted(RACE_FIXTURES.glob("*success*.json")))).read_text())
+
+
+def runner_log(report: RaceReport) -> str:
+    """What the runner prints: Rally's own output, then the report lines."""
+    rally_output = ["[INFO] Race id is [r]", "Running index-append [100% done]", "[INFO] SUCCESS (took 61 seconds)"]
+    return "\n".join(rally_output + encode_report(report)) + "\n"
+
+
+def create_experiment(apis, namespace: str, name: str, **spec_sections) -> dict:
+    spec = {"elasticsearch": {"version": "8.15.3"}, "workload": {"track": "smoke"}}
+    spec.update(spec_sections)
+    body = {"apiVersion": api.API_VERSION, "kind": api.KIND, "metadata": {"name": name}, "spec": spec}
+    return apis.custom.create_namespaced_custom_object(api.GROUP, api.VERSION, namespace, api.PLURAL, body)
+
+
+def get_experiment(apis, namespace: str, name: str) -> dict:
+    return apis.custom.get_namespaced_custom_object(api.GROUP, api.VERSION, namespace, api.PLURAL, name)
+
+
+def wait_phase(apis, namespace: str, name: str, phase: str, timeout: float = 30) -> dict:
+    def reached():
+        experiment = get_experiment(apis, namespace, name)
+        return experiment if (experiment.get("status") or {}).get("phase") == phase else None
+    try:
+        return wait_for(reached, timeout, f"{name} to reach phase {phase}")
+    except AssertionError:
+        raise AssertionError(f"{name} did not reach {phase}; status: {get_experiment(apis, namespace, name).get('status')}")
+
+
+def condition(experiment: dict, type_: str) -> dict:
+    return next(c for c in experiment["status"]["conditions"] if c["type"] == type_)
+
+
+def events(apis, namespace: str, name: str) -> list[tuple[str, str]]:
+    items = apis.core.list_namespaced_event(namespace, field_selector=f"involvedObject.name={name}").items
+    return [(event.type, event.reason) for event in sorted(items, key=lambda e: e.metadata.creation_timestamp)]
+
+
+def es_exists(eck: StandinEck, namespace: str, name: str) -> bool:
+    return any(es["metadata"]["name"] == name for es in eck.list(namespace))
+
+
+def job(apis, namespace: str, name: str):
+    jobs = apis.batch.list_namespaced_job(namespace, label_selector=f"esbench.io/experiment={name}").items
+    return jobs[0] if jobs else None
+
+
+def run_to_benchmarking(apis, eck, namespace: str, name: str, **spec_sections) -> dict:
+    create_experiment(apis, namespace, name, **spec_sections)
+    wait_for(lambda: es_exists(eck, namespace, name), what="the ECK Elasticsearch resource")
+    eck.make_ready(namespace, name)
+    return wait_phase(apis, namespace, name, "Benchmarking")
+
+
+def test_experiment_runs_to_success_with_rallys_numbers_in_status(
+        apis, eck, standin_kubelet, namespace, operator, race_json):
+    create_experiment(apis, namespace, "happy", index={"codec": "best_compression", "shards": 1, "replicas": 0})
+    provisioning = wait_phase(apis, namespace, "happy", "Provisioning")
+    assert condition(provisioning, "ClusterReady")["status"] == "False"
+    assert provisioning["status"]["clusterName"] == "happy"
+    assert provisioning["status"]["raceId"] == provisioning["metadata"]["uid"]
+
+    es = eck.get(namespace, "happy")
+    assert es["metadata"]["ownerReferences"][0]["uid"] == provisioning["metadata"]["uid"]
+    assert es["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "esbench-operator"
+    assert job(apis, namespace, "happy") is None, "the race must wait for a ready cluster"
+
+    eck.provision(namespace, "happy")  # ECK is working on it, not ready yet
+    time.sleep(2)
+    assert get_experiment(apis, namespace, "happy")["status"]["phase"] == "Provisioning"
+
+    eck.make_ready(namespace, "happy")
+    benchmarking = wait_phase(apis, namespace, "happy", "Benchmarking")
+    assert condition(benchmarking, "ClusterReady")["status"] == "True"
+    assert benchmarking["status"]["clusterVersion"] == "8.15.3"
+    assert benchmarking["status"]["jobName"] == "happy-rally"
+
+    results = summarize(race_json)
+    standin_kubelet.finish_job_pod(namespace, "happy-rally", runner_log(
+        RaceReport(succeeded=True, results=results, race_json=race_json)), exit_code=0)
+    done = wait_phase(apis, namespace, "happy", "Succeeded")
+
+    status = done["status"]
+    assert status["results"] == results.to_wire()  # exactly Rally's numbers, nothing recomputed
+    assert status["headline"]
+    assert condition(done, "BenchmarkComplete")["status"] == "True"
+    assert status["completionTime"] >= status["startTime"]
+    assert status["observedGeneration"] == done["metadata"]["generation"]
+    configmap = apis.core.read_namespaced_config_map(status["raceJsonConfigMap"], namespace)
+    assert json.loads(configmap.data["race.json"]) == race_json
+    assert configmap.metadata.owner_references[0].uid == done["metadata"]["uid"]
+
+    wait_for(lambda: not es_exists(eck, namespace, "happy"), what="cleanup of the cluster (policy Delete)")
+    reasons = [reason for _, reason in wait_for(
+        lambda: (e := events(apis, namespace, "happy")) and "ClusterDeleted" in [r for _, r in e] and e,
+        what="events")]
+    assert reasons[:3] == ["Provisioning", "Benchmarking", "RaceSucceeded"]
+    for text in (json.dumps(status), json.dumps(events(apis, namespace, "happy"))):
+        assert "ES_PASSWORD" not in text
+
+
+def test_cluster_is_kept_when_cleanup_is_keep(apis, eck, standin_kubelet, namespace, operator, race_json):
+    run_to_benchmarking(apis, eck, namespace, "keep", rally={"cleanup": "Keep"})
+    standin_kubelet.finish_job_pod(namespace, "keep-rally", runner_log(
+        RaceReport(succeeded=True, results=summarize(race_json), race_json=race_json)), exit_code=0)
+    wait_phase(apis, namespace, "keep", "Succeeded")
+    time.sleep(2)
+    assert es_exists(eck, namespace, "keep")
+
+
+def test_cluster_not_ready_before_the_timeout_fails_and_keep_on_failure_keeps_it(apis, eck, namespace, operator):
+    create_experiment(apis, namespace, "slow", rally={"clusterReadyTimeoutSeconds": 30, "cleanup": "KeepOnFailure"})
+    wait_for(lambda: es_exists(eck, namespace, "slow"), what="the ECK Elasticsearch resource")
+    eck.provision(namespace, "slow")
+    eck.set_status(namespace, "slow", phase="Ready", health="yellow", availableNodes=1,
+                   observedGeneration=1, version="8.15.3")
+    failed = wait_phase(apis, namespace, "slow", "Failed", timeout=60)
+    ready = condition(failed, "ClusterReady")
+    assert ready["status"] == "False" and ready["reason"] == "ClusterNotReady"
+    assert "health is yellow, not green" in ready["message"]
+    assert job(apis, namespace, "slow") is None
+    assert es_exists(eck, namespace, "slow"), "KeepOnFailure keeps a failed cluster for inspection"
+
+
+def test_failed_job_without_report_fails_with_a_redacted_log_excerpt(
+        apis, eck, standin_kubelet, namespace, operator):
+    run_to_benchmarking(apis, eck, namespace, "crash")
+    log = "Traceback (most recent call last):\n  connecting with password=hunter2\nRuntimeError: boom\n"
+    standin_kubelet.finish_job_pod(namespace, "crash-rally", log, exit_code=1)
+    failed = wait_phase(apis, namespace, "crash", "Failed")
+    complete = condition(failed, "BenchmarkComplete")
+    assert complete["reason"] == "JobFailed"
+    assert "exit code 1" in complete["message"] and "RuntimeError: boom" in complete["message"]
+    assert "hunter2" not in json.dumps(failed["status"])
+    assert "hunter2" not in json.dumps(events(apis, namespace, "crash"))
+    wait_for(lambda: not es_exists(eck, namespace, "crash"), what="cleanup of the cluster")
+
+
+def test_race_errors_fail_the_experiment_and_keep_partial_results(
+        apis, eck, standin_kubelet, namespace, operator, race_json):
+    run_to_benchmarking(apis, eck, namespace, "errors")
+    report = RaceReport(succeeded=False, results=summarize(race_json), race_json=race_json,
+                        failure=Failure(kind=FailureKind.RACE_ERRORS, message="error rate 12.5% in task query"))
+    standin_kubelet.finish_job_pod(namespace, "errors-rally", runner_log(report), exit_code=13)
+    failed = wait_phase(apis, namespace, "errors", "Failed")
+    assert failed["status"]["reason"] == "RaceErrors"
+    assert condition(failed, "BenchmarkComplete")["message"] == "error rate 12.5% in task query"
+    assert failed["status"]["results"] == summarize(race_json).to_wire()
+    assert failed["status"]["raceJsonConfigMap"] == "errors-race"
+
+
+def test_race_timeout_is_reported(apis, eck, standin_kubelet, namespace, operator):
+    run_to_benchmarking(apis, eck, namespace, "timeout", rally={"raceTimeoutSeconds": 30})
+    standin_kubelet.run_job_pod(namespace, "timeout-rally")  # it runs and never finishes
+    failed = wait_phase(apis, namespace, "timeout", "Failed", timeout=90)
+    assert failed["status"]["reason"] == "RaceTimeout"
+
+
+def test_deleting_the_experiment_mid_run_removes_its_children(apis, eck, standin_kubelet, namespace, operator):
+    run_to_benchmarking(apis, eck, namespace, "gone")
+    standin_kubelet.run_job_pod(namespace, "gone-rally")
+    apis.custom.delete_namespaced_custom_object(api.GROUP, api.VERSION, namespace, api.PLURAL, "gone")
+    wait_for(lambda: not es_exists(eck, namespace, "gone"), what="garbage collection of the cluster")
+    wait_for(lambda: job(apis, namespace, "gone") is None, what="garbage collection of the Job")
+    wait_for(lambda: not apis.core.list_namespaced_pod(
+        namespace, label_selector="esbench.io/experiment=gone").items, what="garbage collection of the pod")
+
+
+def test_deleted_job_fails_the_experiment(apis, eck, namespace, operator):
+    run_to_benchmarking(apis, eck, namespace, "nojob")
+    apis.batch.delete_namespaced_job("nojob-rally", namespace, propagation_policy="Background")
+    failed = wait_phase(apis, namespace, "nojob", "Failed")
+    assert failed["status"]["reason"] == "JobDeleted"
+
+
+def test_operator_killed_mid_run_resumes_without_duplicates(
+        apis, eck, standin_kubelet, namespace, operator, race_json):
+    create_experiment(apis, namespace, "resume")
+    wait_phase(apis, namespace, "resume", "Provisioning")
+    first_cluster_uid = eck.get(namespace, "resume")["metadata"]["uid"]
+    operator.kill()
+
+    eck.make_ready(namespace, "resume")  # the cluster becomes ready while nobody watches
+    operator.start()
+    wait_phase(apis, namespace, "resume", "Benchmarking")
+    first_job_uid = job(apis, namespace, "resume").metadata.uid
+    operator.kill()
+
+    standin_kubelet.finish_job_pod(namespace, "resume-rally", runner_log(
+        RaceReport(succeeded=True, results=summarize(race_json), race_json=race_json)), exit_code=0)
+    operator.start()
+    done = wait_phase(apis, namespace, "resume", "Succeeded")
+    operator.stop()
+    operator.start()  # and once more after the end: nothing changes
+    time.sleep(3)
+
+    after = get_experiment(apis, namespace, "resume")
+    assert after["status"] == done["status"]
+    assert len(apis.batch.list_namespaced_job(namespace).items) == 1
+    assert job(apis, namespace, "resume").metadata.uid == first_job_uid
+    assert first_cluster_uid  # the one cluster was made once and deleted once:
+    assert [r for _, r in events(apis, namespace, "resume")].count("Provisioning") == 1
+    succeeded_events = [e for e in apis.core.list_namespaced_event(
+        namespace, field_selector="involvedObject.name=resume").items if e.reason == "RaceSucceeded"]
+    assert len(succeeded_events) == 1 and succeeded_events[0].count in (None, 1)
+
+
+def test_finished_experiment_is_deleted_after_its_ttl(apis, eck, standin_kubelet, namespace, operator, race_json):
+    run_to_benchmarking(apis, eck, namespace, "ttl", rally={"ttlSecondsAfterFinished": 2})
+    standin_kubelet.finish_job_pod(namespace, "ttl-rally", runner_log(
+        RaceReport(succeeded=True, results=summarize(race_json), race_json=race_json)), exit_code=0)
+    wait_phase(apis, namespace, "ttl", "Succeeded")
+    wait_for(lambda: not any(e["metadata"]["name"] == "ttl" for e in apis.custom.list_namespaced_custom_object(
+        api.GROUP, api.VERSION, namespace, api.PLURAL)["items"]), timeout=30, what="TTL deletion")
+
+
+def test_track_params_that_repeat_index_settings_fail_as_invalid_spec(apis, eck, namespace, operator):
+    create_experiment(apis, namespace, "conflict", index={"shards": 2},
+                      workload={"track": "smoke", "trackParams": {"number_of_shards": 3}})
+    failed = wait_phase(apis, namespace, "conflict", "Failed")
+    assert failed["status"]["reason"] == "InvalidSpec"
+    assert "workload.trackParams.number_of_shards conflicts with index.shards" in failed["status"]["message"]
+    assert not es_exists(eck, namespace, "conflict")

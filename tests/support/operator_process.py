@@ -1,0 +1,58 @@
+"""The real esbench operator, run as its own process (`kopf run`), the way the image runs it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from tests.support.controlplane import free_port
+
+
+class OperatorProcess:
+    def __init__(self, kubeconfig: Path, log_path: Path, **env: str):
+        self.kubeconfig = kubeconfig
+        self.log_path = log_path
+        self.env = env
+        self.process: subprocess.Popen | None = None
+        self.liveness_port = 0
+
+    def start(self, timeout: float = 60) -> OperatorProcess:
+        self.liveness_port = free_port()
+        env = {**os.environ, "KUBECONFIG": str(self.kubeconfig), "ESBENCH_RESYNC_SECONDS": "1", **self.env}
+        log = self.log_path.open("ab")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "kopf", "run", "--standalone", "--all-namespaces", "-m", "esbench.handlers",
+             f"--liveness=http://127.0.0.1:{self.liveness_port}/healthz"],
+            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"operator exited with {self.process.returncode}:\n{self.log_tail()}")
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{self.liveness_port}/healthz", timeout=1)
+                return self
+            except OSError:
+                time.sleep(0.2)
+        raise RuntimeError(f"operator not live after {timeout}s:\n{self.log_tail()}")
+
+    def kill(self) -> None:
+        """SIGKILL: no graceful shutdown, as when a node dies or the OOM killer strikes."""
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def log_tail(self, lines: int = 60) -> str:
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
