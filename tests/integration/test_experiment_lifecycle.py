@@ -156,10 +156,10 @@ def test_experiment_runs_to_success_with_rallys_numbers_in_status(
     assert configmap.metadata.owner_references[0].uid == done["metadata"]["uid"]
 
     wait_for(lambda: not es_exists(eck, namespace, "happy"), what="cleanup of the cluster (policy Delete)")
-    reasons = [reason for _, reason in wait_for(
-        lambda: (e := events(apis, namespace, "happy")) and "ClusterDeleted" in [r for _, r in e] and e,
-        what="events")]
-    assert reasons[:3] == ["Provisioning", "Benchmarking", "RaceSucceeded"]
+    def reasons():
+        return [reason for _, reason in events(apis, namespace, "happy")]
+    wait_for(lambda: "ClusterDeleted" in reasons(), what="the ClusterDeleted event")
+    assert reasons()[:3] == ["Provisioning", "Benchmarking", "RaceSucceeded"]
     for text in (json.dumps(status), json.dumps(events(apis, namespace, "happy"))):
         assert "ES_PASSWORD" not in text
 

@@ -1,0 +1,36 @@
+"""The Rally pod the operator builds is admitted under Pod Security "restricted" by the real
+API server's PodSecurity admission (enforced on Pods; a dry-run creates nothing)."""
+
+from kubernetes import client
+
+from esbench import builders
+from esbench.api import ExperimentSpec
+
+
+def test_rally_pod_is_admitted_in_a_restricted_namespace(control_plane):
+    core = client.CoreV1Api(control_plane.api_client())
+    namespace = control_plane.create_namespace("restricted-")
+    core.patch_namespace(namespace, {"metadata": {"labels": {
+        "pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest"}}})
+    experiment = builders.Experiment(
+        "psa", namespace, "00000000-0000-0000-0000-000000000001",
+        ExperimentSpec.model_validate({"elasticsearch": {"version": "8.15.3"}, "workload": {"track": "smoke"}}))
+    template = builders.rally_job_manifest(experiment, "esbench/esbench:test", "Never")["spec"]["template"]
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "psa-rally", **template["metadata"]},
+           "spec": template["spec"]}
+    created = core.create_namespaced_pod(namespace, pod, dry_run="All")
+    assert created.spec.automount_service_account_token is False
+
+
+def test_a_privileged_pod_is_refused_there_so_the_check_is_real(control_plane):
+    core = client.CoreV1Api(control_plane.api_client())
+    namespace = control_plane.create_namespace("restricted-")
+    core.patch_namespace(namespace, {"metadata": {"labels": {"pod-security.kubernetes.io/enforce": "restricted"}}})
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "root"},
+           "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    try:
+        core.create_namespaced_pod(namespace, pod, dry_run="All")
+    except client.ApiException as error:
+        assert error.status == 403 and "violates PodSecurity" in error.body
+    else:
+        raise AssertionError("PodSecurity admission did not enforce 'restricted'")
