@@ -4,7 +4,7 @@ export ESBENCH_CACHE ?= $(HOME)/.cache/esbench
 VENV := .venv
 PYTHON := $(VENV)/bin/python
 
-.PHONY: deps test unit bench clean
+.PHONY: deps test unit bench clean sync-chart-crds
 
 deps:
 	bash scripts/system-packages.sh
@@ -12,6 +12,7 @@ deps:
 	bash scripts/rally-env.sh
 	bash scripts/k8s-binaries.sh
 	bash scripts/eck-crds.sh
+	bash scripts/helm.sh
 
 test: deps
 	$(PYTHON) -m pytest tests
@@ -24,3 +25,7 @@ bench: deps
 
 clean:
 	rm -rf $(VENV) .pytest_cache
+
+# crds/ is the single source of truth; the chart ships a copy (tests/chart fails on drift).
+sync-chart-crds:
+	bash scripts/sync-chart-crds.sh

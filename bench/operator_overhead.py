@@ -22,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from kubernetes import client, watch
+from kubernetes.client.exceptions import ApiException
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -60,8 +61,13 @@ class Observer:
 
     def _stream(self, list_call, *args, on_event):
         while not self.stop.is_set():
-            for event in watch.Watch().stream(list_call, *args, timeout_seconds=5):
-                on_event(event)
+            try:
+                # A fresh watch without a resourceVersion replays current objects as ADDED,
+                # so nothing is lost across reconnects; first-seen times are kept.
+                for event in watch.Watch().stream(list_call, *args, timeout_seconds=5):
+                    on_event(event)
+            except ApiException as error:  # e.g. 504 while the watch cache catches up under load
+                print(f"observer: watch interrupted ({error.status}), reconnecting", file=sys.stderr)
 
     def _experiments(self):
         def on_event(event):

@@ -14,6 +14,8 @@ if [ -s "$dest" ]; then
   exit 0
 fi
 
+# Non-login shells (CI) may lack the Go install dir on PATH.
+export PATH="$PATH:/usr/local/go/bin"
 command -v go >/dev/null || { echo "eck-crds.sh: 'go' not found on PATH" >&2; exit 1; }
 command -v python3 >/dev/null || { echo "eck-crds.sh: 'python3' not found on PATH" >&2; exit 1; }
 

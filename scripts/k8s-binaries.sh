@@ -22,6 +22,8 @@ if have_all; then
   exit 0
 fi
 
+# Non-login shells (CI) may lack the Go install dir on PATH.
+export PATH="$PATH:/usr/local/go/bin"
 command -v go >/dev/null || { echo "k8s-binaries.sh: 'go' not found on PATH (need Go >= 1.23)" >&2; exit 1; }
 
 # Build in a scratch copy so `-mod=mod` never rewrites the committed go.mod/go.sum.

@@ -159,7 +159,8 @@ def test_experiment_runs_to_success_with_rallys_numbers_in_status(
     def reasons():
         return [reason for _, reason in events(apis, namespace, "happy")]
     wait_for(lambda: "ClusterDeleted" in reasons(), what="the ClusterDeleted event")
-    assert reasons()[:3] == ["Provisioning", "Benchmarking", "RaceSucceeded"]
+    # Event timestamps have second resolution, so the order within a second is not kept.
+    assert {"Provisioning", "Benchmarking", "RaceSucceeded", "ClusterDeleted"} <= set(reasons())
     for text in (json.dumps(status), json.dumps(events(apis, namespace, "happy"))):
         assert "ES_PASSWORD" not in text
 

@@ -1,8 +1,9 @@
-"""The real esbench operator, run as its own process (`kopf run`), the way the image runs it."""
+"""The real esbench operator, run as its own process (`esbench operator`), as the image runs it."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -25,8 +26,10 @@ class OperatorProcess:
         self.liveness_port = free_port()
         env = {**os.environ, "KUBECONFIG": str(self.kubeconfig), "ESBENCH_RESYNC_SECONDS": "1", **self.env}
         log = self.log_path.open("ab")
+        # --pdeathsig: if the test run itself is killed, the operator goes with it.
+        prefix = ["setpriv", "--pdeathsig", "KILL", "--"] if shutil.which("setpriv") else []
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "kopf", "run", "--standalone", "--all-namespaces", "-m", "esbench.handlers",
+            [*prefix, sys.executable, "-m", "esbench.cli", "operator",
              f"--liveness=http://127.0.0.1:{self.liveness_port}/healthz"],
             env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + timeout

@@ -1,0 +1,137 @@
+{{/*
+Chart name (nameOverride wins), at most 63 characters.
+*/}}
+{{- define "esbench.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Full name of the release's objects: fullnameOverride, or RELEASE-NAME unless the release
+name already contains the chart name. At most 63 characters (some name fields are limited).
+*/}}
+{{- define "esbench.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+Chart name and version, for the helm.sh/chart label.
+*/}}
+{{- define "esbench.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Labels on every object of the release.
+*/}}
+{{- define "esbench.labels" -}}
+helm.sh/chart: {{ include "esbench.chart" . }}
+{{ include "esbench.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: esbench
+{{- end }}
+
+{{/*
+Labels that select the operator pod (immutable in a Deployment: never add the version here).
+*/}}
+{{- define "esbench.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "esbench.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/*
+The operator's ServiceAccount. Without serviceAccount.create, an existing one must be named:
+falling back to "default" would hand the operator's permissions to every pod that uses it.
+*/}}
+{{- define "esbench.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "esbench.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/*
+The subjects of every (Cluster)RoleBinding: the operator's ServiceAccount only.
+*/}}
+{{- define "esbench.subjects" -}}
+- kind: ServiceAccount
+  name: {{ include "esbench.serviceAccountName" . }}
+  namespace: {{ .Release.Namespace }}
+{{- end }}
+
+{{/*
+The operator image; the Rally Jobs use the same one unless operator.rallyImage is set.
+*/}}
+{{- define "esbench.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+
+{{- define "esbench.rallyImage" -}}
+{{- default (include "esbench.image" .) .Values.operator.rallyImage }}
+{{- end }}
+
+{{/*
+What the operator does in each namespace it watches (see operator/esbench/kube.py,
+lifecycle.py, handlers.py). Shared by the ClusterRole (all namespaces) and the per-namespace
+Roles. Deliberately nothing on Secrets: the Rally pod gets ECK's credentials by reference
+(secretKeyRef, secret volume), which the kubelet resolves, not the operator.
+*/}}
+{{- define "esbench.operatorRules" -}}
+# Experiments: read and watch them (kopf), patch them (kopf keeps its progress in
+# annotations), delete them (ttlSecondsAfterFinished), write their status.
+- apiGroups: [esbench.io]
+  resources: [experiments]
+  verbs: [get, list, watch, patch, delete]
+- apiGroups: [esbench.io]
+  resources: [experiments/status]
+  verbs: [patch]
+# Children carry an ownerReference to their Experiment with blockOwnerDeletion: true; where
+# the OwnerReferencesPermissionEnforcement admission plugin is on (e.g. OpenShift), setting
+# it requires update on the owner's finalizers. It grants no other access.
+- apiGroups: [esbench.io]
+  resources: [experiments/finalizers]
+  verbs: [update]
+# The ECK cluster of each Experiment.
+- apiGroups: [elasticsearch.k8s.elastic.co]
+  resources: [elasticsearches]
+  verbs: [create, get, list, watch, delete]
+# The Rally Job, its pod and the pod's log (the race report).
+- apiGroups: [batch]
+  resources: [jobs]
+  verbs: [create, get, list, watch]
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [list]
+- apiGroups: [""]
+  resources: [pods/log]
+  verbs: [get]
+# The full race.json, kept beside the Experiment.
+- apiGroups: [""]
+  resources: [configmaps]
+  verbs: [create]
+# Events on Experiments (kopf.event and kopf's own handler errors).
+- apiGroups: [""]
+  resources: [events]
+  verbs: [create]
+{{- end }}
+
+{{/*
+What kopf itself reads cluster-wide, whatever the namespaces: CRDs (to notice resources
+appearing, e.g. ECK installed after esbench). API discovery (/api, /apis) needs no grant.
+*/}}
+{{- define "esbench.kopfClusterRules" -}}
+# kopf: notice CustomResourceDefinitions being added or removed.
+- apiGroups: [apiextensions.k8s.io]
+  resources: [customresourcedefinitions]
+  verbs: [list, watch]
+{{- end }}

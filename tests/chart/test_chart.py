@@ -1,0 +1,283 @@
+"""The Helm chart charts/esbench: lints clean, renders what the operator needs, and what it
+renders is accepted by a real kube-apiserver, under Pod Security "restricted".
+
+Static checks read `helm template` output. The API-server checks use the integration tests'
+control plane (real kube-apiserver, real RBAC and PodSecurity admission): server-side
+dry-runs, and one real `helm install` per RBAC mode whose grants are then asked of the
+API server's own authorizer (SubjectAccessReview). No operator pod runs here.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+import uuid
+
+import pytest
+from kubernetes import client
+
+WATCHED = ["team-a", "team-b"]
+MODES = {"all-namespaces": {}, "watch-namespaces": {"watchNamespaces": WATCHED}}
+
+# What the operator does in a namespace it watches: (API group, resource, subresource, verbs).
+# Kept here on purpose, apart from the chart, as the specification its Roles must meet.
+OPERATOR_NEEDS = [
+    ("esbench.io", "experiments", "", ["get", "list", "watch", "patch", "delete"]),
+    ("esbench.io", "experiments", "status", ["patch"]),
+    ("elasticsearch.k8s.elastic.co", "elasticsearches", "", ["create", "get", "list", "watch", "delete"]),
+    ("batch", "jobs", "", ["create", "get", "list", "watch"]),
+    ("", "pods", "", ["list"]),
+    ("", "pods", "log", ["get"]),
+    ("", "configmaps", "", ["create"]),
+    ("", "events", "", ["create"]),  # kopf posts core/v1 Events
+]
+# What kopf reads cluster-wide whatever the namespaces.
+KOPF_CLUSTER_NEEDS = [("apiextensions.k8s.io", "customresourcedefinitions", "", ["list", "watch"])]
+# With --namespace, kopf also follows namespaces.
+KOPF_NAMESPACE_NEEDS = [("", "namespaces", "", ["list", "watch"])]
+# The watches kopf opens across all namespaces when it runs without --namespace.
+CLUSTER_WIDE_WATCHES = [
+    ("esbench.io", "experiments", "", ["list", "watch"]),
+    ("elasticsearch.k8s.elastic.co", "elasticsearches", "", ["list", "watch"]),
+    ("batch", "jobs", "", ["list", "watch"]),
+]
+ALL_VERBS = ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"]
+
+
+def of_kind(objects: list[dict], kind: str) -> list[dict]:
+    return [o for o in objects if o["kind"] == kind]
+
+
+def the(objects: list[dict], kind: str) -> dict:
+    found = of_kind(objects, kind)
+    assert len(found) == 1, f"expected one {kind}, rendered {len(found)}"
+    return found[0]
+
+
+def release_name() -> str:
+    return f"esbench-{uuid.uuid4().hex[:6]}"
+
+
+# --- the chart on its own ----------------------------------------------------------------
+
+
+def test_chart_crds_are_an_exact_copy_of_the_repository_crds(repo_root, chart_dir):
+    source = {p.name: p.read_bytes() for p in (repo_root / "crds").iterdir() if p.suffix in (".yaml", ".yml")}
+    copied = {p.name: p.read_bytes() for p in (chart_dir / "crds").iterdir() if p.suffix in (".yaml", ".yml")}
+    assert source, "no CRDs in crds/"
+    assert copied == source, (
+        "charts/esbench/crds/ has drifted from crds/ (the source of truth): run scripts/sync-chart-crds.sh"
+    )
+
+
+@pytest.mark.parametrize("values", MODES.values(), ids=MODES.keys())
+def test_helm_lint_strict_is_clean(helm, values):
+    result = helm.run("lint", "--strict", str(helm.chart), *helm.value_args(values))
+    assert "0 chart(s) failed" in result.stdout
+    assert "[WARNING]" not in result.stdout and "[ERROR]" not in result.stdout, result.stdout
+
+
+@pytest.mark.parametrize("values, complaint", [
+    ({"replicas": 2}, "replicas"),
+    ({"operator": {"rallyImage": "", "watchNamespaces": ["x"]}}, "watchNamespaces"),
+    ({"image": {"repository": "esbench/esbench", "pullPolicy": "Sometimes"}}, "image.pullPolicy"),
+    ({"watchNamespaces": ["team-*"]}, "watchNamespaces.0"),
+], ids=["unknown top-level key", "unknown operator key", "bad pull policy", "namespace pattern"])
+def test_values_schema_refuses_what_the_chart_does_not_support(helm, values, complaint):
+    result = helm.run("template", "x", str(helm.chart), *helm.value_args(values), check=False)
+    assert result.returncode != 0 and complaint in result.stderr, result.stderr
+
+
+def test_an_existing_service_account_must_be_named_rather_than_default(helm):
+    result = helm.run("template", "x", str(helm.chart), "--set", "serviceAccount.create=false", check=False)
+    assert result.returncode != 0 and "serviceAccount.name is required" in result.stderr
+    objects = helm.template({"serviceAccount": {"create": False, "name": "mine"}})
+    assert not of_kind(objects, "ServiceAccount")
+    assert the(objects, "Deployment")["spec"]["template"]["spec"]["serviceAccountName"] == "mine"
+    assert the(objects, "ClusterRoleBinding")["subjects"][0]["name"] == "mine"
+
+
+def test_deployment_runs_one_esbench_operator_at_a_time_with_a_liveness_probe(helm):
+    objects = helm.template()
+    deployment = the(objects, "Deployment")
+    assert deployment["spec"]["replicas"] == 1
+    assert deployment["spec"]["strategy"] == {"type": "Recreate"}
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["args"] == ["operator", "--liveness", "http://0.0.0.0:8080/healthz"]
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "liveness"}
+    assert {"name": "liveness", "containerPort": 8080, "protocol": "TCP"} in container["ports"]
+    assert pod["serviceAccountName"] == the(objects, "ServiceAccount")["metadata"]["name"]
+    labels = deployment["metadata"]["labels"]
+    for key in ("app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/version",
+                "app.kubernetes.io/managed-by", "helm.sh/chart"):
+        assert key in labels, key
+    assert "app.kubernetes.io/version" not in deployment["spec"]["selector"]["matchLabels"]
+    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert "emptyDir" in next(v for v in pod["volumes"] if v["name"] == mounts["/tmp"])
+
+
+def test_operator_settings_reach_the_environment_and_rally_defaults_to_the_operator_image(helm):
+    def env(values=None):
+        (container,) = the(helm.template(values), "Deployment")["spec"]["template"]["spec"]["containers"]
+        return container["image"], {e["name"]: e["value"] for e in container["env"]}
+
+    image, defaults = env({"image": {"repository": "registry.example/esbench", "tag": "1.2.3", "pullPolicy": "Always"}})
+    assert image == "registry.example/esbench:1.2.3"
+    assert defaults == {
+        "ESBENCH_RALLY_IMAGE": "registry.example/esbench:1.2.3",
+        "ESBENCH_RALLY_IMAGE_PULL_POLICY": "Always",
+        "ESBENCH_RESYNC_SECONDS": "10",
+        "ESBENCH_MAX_WORKERS": "16",
+    }
+    _, custom = env({"operator": {"rallyImage": "rally:9", "rallyImagePullPolicy": "Never",
+                                  "resyncSeconds": 2.5, "maxWorkers": 4}})
+    assert custom == {"ESBENCH_RALLY_IMAGE": "rally:9", "ESBENCH_RALLY_IMAGE_PULL_POLICY": "Never",
+                      "ESBENCH_RESYNC_SECONDS": "2.5", "ESBENCH_MAX_WORKERS": "4"}
+
+
+def test_watched_namespaces_become_flags_and_a_role_in_each_with_only_kopf_reads_cluster_wide(helm):
+    objects = helm.template(MODES["watch-namespaces"])
+    (container,) = the(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert container["args"][:5] == ["operator", "--namespace", "team-a", "--namespace", "team-b"]
+    assert sorted(r["metadata"]["namespace"] for r in of_kind(objects, "Role")) == WATCHED
+    assert sorted(b["metadata"]["namespace"] for b in of_kind(objects, "RoleBinding")) == WATCHED
+    cluster_rules = the(objects, "ClusterRole")["rules"]
+    assert {r for rule in cluster_rules for r in rule["resources"]} == {"customresourcedefinitions", "namespaces"}
+    assert {v for rule in cluster_rules for v in rule["verbs"]} == {"list", "watch"}
+
+
+@pytest.mark.parametrize("values", MODES.values(), ids=MODES.keys())
+def test_no_role_grants_anything_on_secrets_nor_wildcards(helm, values):
+    roles = [o for o in helm.template(values) if o["kind"] in ("ClusterRole", "Role")]
+    assert roles
+    for role in roles:
+        for rule in role["rules"]:
+            where = f"{role['kind']} {role['metadata']['name']}: {rule}"
+            assert not any(r == "secrets" or r.startswith("secrets/") for r in rule["resources"]), where
+            assert "*" not in rule["resources"] + rule["verbs"] + rule["apiGroups"], where
+            assert "resourceNames" not in rule and "nonResourceURLs" not in rule, where
+
+
+# --- against a real API server -----------------------------------------------------------
+
+
+def dry_run(kubectl, objects: list[dict]):
+    """Server-side dry-run create of every object: full validation and admission, nothing stored."""
+    return kubectl("create", "--dry-run=server", "-o", "name", "-f", "-",
+                   stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
+
+
+@pytest.mark.parametrize("mode", MODES.keys())
+def test_rendered_chart_is_accepted_by_the_api_server_in_a_restricted_namespace(
+        helm, kubectl, control_plane, restricted_namespace, mode):
+    values = copy.deepcopy(MODES[mode])
+    extra = []
+    if "watchNamespaces" in values:  # Roles go into the watched namespaces: they must exist
+        extra = [control_plane.create_namespace("esbench-watched-") for _ in WATCHED]
+        values["watchNamespaces"] = extra
+    try:
+        objects = helm.template(values, release=release_name(), namespace=restricted_namespace)
+        result = dry_run(kubectl, objects)
+        assert result.returncode == 0, result.stderr
+        # PodSecurity does not refuse Deployments, but it warns about their pod template.
+        assert "Warning" not in result.stderr, result.stderr
+        assert len(result.stdout.split()) == len(objects)
+    finally:
+        for name in extra:
+            control_plane.delete_namespace(name)
+
+
+def test_operator_pod_is_admitted_under_pod_security_restricted(helm, kubectl, control_plane, restricted_namespace):
+    """PodSecurity enforces on Pods only, so the Deployment's pod template is submitted as a Pod."""
+    objects = helm.template(release=release_name(), namespace=restricted_namespace)
+    with control_plane.api_client() as api_client:  # Pods are refused if their ServiceAccount is missing
+        client.CoreV1Api(api_client).create_namespaced_service_account(
+            restricted_namespace, the(objects, "ServiceAccount"))
+    template = the(objects, "Deployment")["spec"]["template"]
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {**template["metadata"], "name": "esbench-operator", "namespace": restricted_namespace},
+           "spec": template["spec"]}
+
+    admitted = dry_run(kubectl, [pod])
+    assert admitted.returncode == 0 and "Warning" not in admitted.stderr, admitted.stderr
+
+    # The namespace really enforces "restricted": the same pod without its security contexts is refused.
+    insecure = copy.deepcopy(pod)
+    insecure["spec"].pop("securityContext")
+    insecure["spec"]["containers"][0].pop("securityContext")
+    refused = dry_run(kubectl, [insecure])
+    assert refused.returncode != 0 and "violates PodSecurity" in refused.stderr, refused.stderr
+
+
+class Authorizer:
+    """Asks the API server's authorizer what the operator's ServiceAccount may do."""
+
+    def __init__(self, api_client: client.ApiClient, namespace: str, service_account: str):
+        self.api = client.AuthorizationV1Api(api_client)
+        self.user = f"system:serviceaccount:{namespace}:{service_account}"
+        self.groups = ["system:serviceaccounts", f"system:serviceaccounts:{namespace}", "system:authenticated"]
+
+    def allowed(self, verb: str, group: str, resource: str, subresource: str = "", namespace: str = "") -> bool:
+        review = self.api.create_subject_access_review({"spec": {
+            "user": self.user, "groups": self.groups,
+            "resourceAttributes": {"verb": verb, "group": group, "resource": resource,
+                                   "subresource": subresource, "namespace": namespace},
+        }})
+        return bool(review.status.allowed)
+
+    def missing(self, needs, namespace: str = "") -> list[str]:
+        return [f"{verb} {group or 'core'}/{resource}{'/' + sub if sub else ''} in {namespace or 'all namespaces'}"
+                for group, resource, sub, verbs in needs for verb in verbs
+                if not self.allowed(verb, group, resource, sub, namespace)]
+
+    def granted(self, needs, namespace: str = "") -> list[str]:
+        return [f"{verb} {group or 'core'}/{resource}{'/' + sub if sub else ''} in {namespace or 'all namespaces'}"
+                for group, resource, sub, verbs in needs for verb in verbs
+                if self.allowed(verb, group, resource, sub, namespace)]
+
+    def wait_until_allowed(self, verb: str, group: str, resource: str, namespace: str = "", timeout: float = 15) -> None:
+        """RBAC reaches the authorizer through informers: a fresh binding takes a moment."""
+        deadline = time.monotonic() + timeout
+        while not self.allowed(verb, group, resource, namespace=namespace):
+            assert time.monotonic() < deadline, f"{self.user} still may not {verb} {resource} after {timeout}s"
+            time.sleep(0.2)
+
+
+@pytest.mark.parametrize("mode", MODES.keys())
+def test_installed_chart_lets_the_operator_do_its_work_and_nothing_with_secrets(
+        helm, control_plane, namespace, mode):
+    """A real `helm install`; then the API server's authorizer answers for the ServiceAccount."""
+    watched = [control_plane.create_namespace("esbench-watched-") for _ in WATCHED] if mode != "all-namespaces" else []
+    other = control_plane.create_namespace("esbench-unwatched-")
+    release = release_name()
+    values = {"watchNamespaces": watched} if watched else {}
+    kubeconfig = control_plane.kubeconfig_path
+    try:
+        installed = helm.run("install", release, str(helm.chart), "--namespace", namespace,
+                             *helm.value_args(values), kubeconfig=kubeconfig)
+        assert "kubectl get esx" in installed.stdout and "raceJsonConfigMap" in installed.stdout, installed.stdout
+
+        with control_plane.api_client() as api_client:
+            authz = Authorizer(api_client, namespace, release)
+            authz.wait_until_allowed("list", "apiextensions.k8s.io", "customresourcedefinitions")
+            first_watched = watched[0] if watched else other
+            authz.wait_until_allowed("create", "batch", "jobs", namespace=first_watched)
+
+            assert authz.missing(KOPF_CLUSTER_NEEDS) == []
+            for ns in watched or [other, namespace]:
+                assert authz.missing(OPERATOR_NEEDS, ns) == []
+                assert authz.granted([("", "secrets", "", ALL_VERBS)], ns) == []
+            assert authz.granted([("", "secrets", "", ALL_VERBS)]) == []
+            if watched:
+                assert authz.missing(KOPF_NAMESPACE_NEEDS) == []
+                assert authz.granted(OPERATOR_NEEDS, other) == [], "grants outside the watched namespaces"
+                assert authz.granted(CLUSTER_WIDE_WATCHES) == []
+            else:
+                assert authz.missing(CLUSTER_WIDE_WATCHES) == []
+    finally:
+        helm.run("uninstall", release, "--namespace", namespace, kubeconfig=kubeconfig, check=False)
+        for name in [*watched, other]:
+            control_plane.delete_namespace(name)
