@@ -60,9 +60,12 @@ class Kube:
             lambda: self.custom.get_namespaced_custom_object(ECK_GROUP, ECK_VERSION, namespace, ECK_PLURAL, name)
         )
 
-    def delete_elasticsearch(self, namespace: str, name: str) -> None:
+    def delete_elasticsearch(self, namespace: str, name: str, uid: str) -> None:
+        """Delete exactly that object: the UID precondition spares a same-named successor."""
         _absent_as_none(
-            lambda: self.custom.delete_namespaced_custom_object(ECK_GROUP, ECK_VERSION, namespace, ECK_PLURAL, name)
+            lambda: self.custom.delete_namespaced_custom_object(
+                ECK_GROUP, ECK_VERSION, namespace, ECK_PLURAL, name, body={"preconditions": {"uid": uid}}
+            )
         )
 
     # --- the Rally Job and its results ---

@@ -96,6 +96,9 @@ class Reconciler:
                 self.emit(body, "Warning", "EckNotInstalled", message)
             return self._update(body, Phase.PENDING, "EckNotInstalled", message, {"startTime": started},
                                 (CLUSTER_READY, False, "EckNotInstalled", message))
+        es = self.kube.get_elasticsearch(experiment.namespace, experiment.cluster)
+        if es is not None and not _owned(es, experiment):
+            return self._finish(body, experiment, False, "ClusterNameConflict", _conflict("Elasticsearch", es))
         message = f"Creating Elasticsearch cluster {experiment.cluster} ({experiment.spec.elasticsearch.version})"
         self.emit(body, "Normal", "Provisioning", message)
         return self._update(
@@ -110,6 +113,8 @@ class Reconciler:
         if es is None:  # deleted under us: ask for it again under the same name
             self.kube.create_elasticsearch(builders.elasticsearch_manifest(experiment))
             return body
+        if not _owned(es, experiment):
+            return self._finish(body, experiment, False, "ClusterNameConflict", _conflict("Elasticsearch", es))
         readiness = eck.readiness(es, builders.total_node_count(experiment.spec))
         if not readiness.ready:
             started = body["status"]["startTime"]
@@ -135,6 +140,9 @@ class Reconciler:
         job = self.kube.get_job(experiment.namespace, job_name)
         if job is None:
             self._finish(body, experiment, False, "JobDeleted", f"Rally Job {job_name} was deleted before it finished")
+            return
+        if not _owned(job, experiment):
+            self._finish(body, experiment, False, "JobNameConflict", _conflict("Job", job))
             return
         finished = {c["type"]: c for c in (job.get("status") or {}).get("conditions") or [] if c["status"] == "True"}
         if "Complete" not in finished and "Failed" not in finished:
@@ -188,8 +196,10 @@ class Reconciler:
         self.emit(body, "Normal" if succeeded else "Warning", reason, message)
         policy = experiment.spec.rally.cleanup
         if policy == CleanupPolicy.DELETE or (policy == CleanupPolicy.KEEP_ON_FAILURE and succeeded):
-            self.kube.delete_elasticsearch(experiment.namespace, experiment.cluster)
-            self.emit(body, "Normal", "ClusterDeleted", f"Deleted Elasticsearch cluster {experiment.cluster}")
+            es = self.kube.get_elasticsearch(experiment.namespace, experiment.cluster)
+            if es is not None and _owned(es, experiment):
+                self.kube.delete_elasticsearch(experiment.namespace, experiment.cluster, es["metadata"]["uid"])
+                self.emit(body, "Normal", "ClusterDeleted", f"Deleted Elasticsearch cluster {experiment.cluster}")
         return updated
 
     def _expire(self, body: dict[str, Any]) -> None:
@@ -216,6 +226,16 @@ class Reconciler:
     @staticmethod
     def _past(since: str, seconds: int) -> bool:
         return _now() >= _parse(since) + timedelta(seconds=seconds)
+
+
+def _owned(child: dict[str, Any], experiment: builders.Experiment) -> bool:
+    """Whether a child found under our deterministic name is really ours, not a stranger's."""
+    return any(ref.get("uid") == experiment.uid for ref in child["metadata"].get("ownerReferences") or [])
+
+
+def _conflict(kind: str, child: dict[str, Any]) -> str:
+    name = child["metadata"]["name"]
+    return f"A {kind} named {name} already exists and does not belong to this Experiment; it was left untouched"
 
 
 def _exit_code(pod: dict[str, Any]) -> int | None:

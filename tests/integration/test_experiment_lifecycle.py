@@ -287,3 +287,18 @@ def test_track_params_that_repeat_index_settings_fail_as_invalid_spec(apis, eck,
     assert failed["status"]["reason"] == "InvalidSpec"
     assert "workload.trackParams.number_of_shards conflicts with index.shards" in failed["status"]["message"]
     assert not es_exists(eck, namespace, "conflict")
+
+
+def test_a_strangers_cluster_under_our_name_is_never_used_or_deleted(apis, eck, namespace, operator):
+    stranger = {"apiVersion": "elasticsearch.k8s.elastic.co/v1", "kind": "Elasticsearch",
+                "metadata": {"name": "taken"}, "spec": {"version": "8.15.3", "nodeSets": [{"name": "d", "count": 1}]}}
+    apis.custom.create_namespaced_custom_object("elasticsearch.k8s.elastic.co", "v1", namespace,
+                                                "elasticsearches", stranger)
+    eck.make_ready(namespace, "taken")
+    create_experiment(apis, namespace, "taken")
+    failed = wait_phase(apis, namespace, "taken", "Failed")
+    assert failed["status"]["reason"] == "ClusterNameConflict"
+    assert "does not belong to this Experiment" in failed["status"]["message"]
+    time.sleep(2)
+    assert not eck.get(namespace, "taken")["metadata"].get("ownerReferences")
+    assert job(apis, namespace, "taken") is None
