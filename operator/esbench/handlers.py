@@ -48,6 +48,8 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.posting.level = logging.WARNING
     settings.execution.max_workers = SETTINGS.max_workers
     settings.watching.server_timeout = 300
+    # The kubelet probes liveness every few seconds; those requests are not news.
+    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
     _reconciler = Reconciler(Kube(_api_client()), SETTINGS, _emit)
 
 
