@@ -1,10 +1,15 @@
 """kopf handlers: thin entry points that hand every event to the lifecycle's reconcile.
 
-Run with `kopf run -m esbench.handlers --all-namespaces` (or `esbench operator`).
+Run with `esbench operator` (or `kopf run -m esbench.handlers --all-namespaces`).
+
+Only event handlers are used: kopf adds a finalizer to objects with timers or daemons, and a
+finalizer would make Experiments undeletable whenever the operator is down or uninstalled.
+Periodic checks (timeouts, TTLs, retries) come from one operator-wide resync loop instead.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -19,6 +24,9 @@ from esbench.lifecycle import Reconciler, RetryLater
 
 SETTINGS = Settings.from_env()
 _reconciler: Reconciler | None = None
+# Experiments that still need periodic attention: unfinished, or waiting for their TTL.
+_tracked: set[tuple[str, str]] = set()
+logger = logging.getLogger(__name__)
 
 
 def _emit(body: dict[str, Any], type_: str, reason: str, message: str) -> None:
@@ -37,13 +45,8 @@ def _api_client() -> kubernetes.client.ApiClient:
 
 
 @kopf.on.startup()
-def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
+async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     global _reconciler
-    # Our status schema is structural: keep kopf's bookkeeping in annotations, not status.
-    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="esbench.io")
-    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
-        prefix="esbench.io", key="last-handled-configuration"
-    )
     # Handler failures become Warning Events on the Experiment; routine progress does not.
     settings.posting.level = logging.WARNING
     settings.execution.max_workers = SETTINGS.max_workers
@@ -51,30 +54,44 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     # The kubelet probes liveness every few seconds; those requests are not news.
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
     _reconciler = Reconciler(Kube(_api_client()), SETTINGS, _emit)
+    # Created here so that it inherits kopf's context (needed to post Events).
+    asyncio.get_running_loop().create_task(_resync_forever())
 
 
 def _reconcile(namespace: str, name: str) -> None:
     assert _reconciler is not None, "startup handler has not run"
     try:
         _reconciler.reconcile(namespace, name)
-    except RetryLater as error:
-        raise kopf.TemporaryError(str(error), delay=SETTINGS.resync_seconds) from error
+    except RetryLater as error:  # the resync loop comes back to it
+        logger.info("%s/%s: %s", namespace, name, error)
 
 
-@kopf.on.create(api.GROUP, api.VERSION, api.PLURAL)
-@kopf.on.resume(api.GROUP, api.VERSION, api.PLURAL)
-def experiment_seen(namespace: str, name: str, **_: Any) -> None:
-    _reconcile(namespace, name)
+async def _resync_forever() -> None:
+    while True:
+        await asyncio.sleep(SETTINGS.resync_seconds)
+        for namespace, name in sorted(_tracked):
+            try:
+                await asyncio.to_thread(_reconcile, namespace, name)
+            except Exception:  # one Experiment's trouble must not stop the others' resync
+                logger.exception("resync of %s/%s failed", namespace, name)
 
 
-def _needs_resync(status: dict[str, Any], spec: dict[str, Any], **_: Any) -> bool:
-    unfinished = status.get("phase") not in [p.value for p in api.TERMINAL_PHASES]
-    return unfinished or spec.get("rally", {}).get("ttlSecondsAfterFinished") is not None
+def _needs_resync(body: kopf.Body) -> bool:
+    unfinished = body.get("status", {}).get("phase") not in [p.value for p in api.TERMINAL_PHASES]
+    return unfinished or body.get("spec", {}).get("rally", {}).get("ttlSecondsAfterFinished") is not None
 
 
-@kopf.timer(api.GROUP, api.VERSION, api.PLURAL, interval=SETTINGS.resync_seconds, when=_needs_resync)
-def experiment_resync(namespace: str, name: str, **_: Any) -> None:
-    _reconcile(namespace, name)
+@kopf.on.event(api.GROUP, api.VERSION, api.PLURAL)
+def experiment_event(type: str | None, body: kopf.Body, namespace: str, name: str, **_: Any) -> None:
+    key = (namespace, name)
+    if type == "DELETED" or not _needs_resync(body):
+        _tracked.discard(key)
+        return
+    _tracked.add(key)
+    # None: listed at operator start (resume); ADDED: created. MODIFIED events are mostly our
+    # own status patches: the resync loop and the children's events cover the rest.
+    if type in (None, "ADDED"):
+        _reconcile(namespace, name)
 
 
 @kopf.on.event(ECK_GROUP, ECK_VERSION, ECK_PLURAL, labels={EXPERIMENT_LABEL: kopf.PRESENT})

@@ -145,9 +145,10 @@ class Reconciler:
             self._finish(body, experiment, False, "JobNameConflict", _conflict("Job", job))
             return
         finished = {c["type"]: c for c in (job.get("status") or {}).get("conditions") or [] if c["status"] == "True"}
-        if "Complete" not in finished and "Failed" not in finished:
+        if not {"Complete", "Failed", "FailureTarget"} & finished.keys():
             return
-        failed = finished.get("Failed")
+        # FailureTarget is the Job controller's decision to fail; Failed follows once the pod is gone.
+        failed = finished.get("Failed") or finished.get("FailureTarget")
         if failed and failed.get("reason") == "DeadlineExceeded":
             timeout = experiment.spec.rally.race_timeout_seconds
             self._finish(body, experiment, False, "RaceTimeout", f"The race did not finish within {timeout}s")

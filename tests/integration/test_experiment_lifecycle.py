@@ -302,3 +302,14 @@ def test_a_strangers_cluster_under_our_name_is_never_used_or_deleted(apis, eck, 
     time.sleep(2)
     assert not eck.get(namespace, "taken")["metadata"].get("ownerReferences")
     assert job(apis, namespace, "taken") is None
+
+
+def test_an_experiment_can_be_deleted_while_the_operator_is_down(apis, eck, namespace, operator):
+    create_experiment(apis, namespace, "orphan")
+    provisioning = wait_phase(apis, namespace, "orphan", "Provisioning")
+    assert not provisioning["metadata"].get("finalizers"), "a finalizer would block deletion without the operator"
+    operator.kill()
+    apis.custom.delete_namespaced_custom_object(api.GROUP, api.VERSION, namespace, api.PLURAL, "orphan")
+    wait_for(lambda: not apis.custom.list_namespaced_custom_object(
+        api.GROUP, api.VERSION, namespace, api.PLURAL)["items"], what="the Experiment to go")
+    wait_for(lambda: not es_exists(eck, namespace, "orphan"), what="garbage collection of the cluster")

@@ -399,9 +399,10 @@ class StandinKubelet:
                         field_selector=f"spec.nodeName={self.node_name}",
                         # Short server-side timeout: bounds how long stop() can wait on a fresh stream.
                         timeout_seconds=5,
-                        deserialize=False,
                     ):
-                        pod = event.get("object") or {}
+                        # raw_object, not deserialize=False: the client's ERROR-event path
+                        # (410 Gone, 504 under load) reads raw_object and breaks without it.
+                        pod = event.get("raw_object") or {}
                         if event.get("type") in ("ADDED", "MODIFIED") and pod.get("metadata", {}).get("deletionTimestamp"):
                             self._kill_and_delete(core, pod)
                 except Exception as error:  # keep standing in; the control plane may be stopping
