@@ -4,28 +4,59 @@ export ESBENCH_CACHE ?= $(HOME)/.cache/esbench
 VENV := .venv
 PYTHON := $(VENV)/bin/python
 
-.PHONY: deps test unit bench clean sync-chart-crds
+.PHONY: deps test unit e2e e2e-kind demo demo-local node-up node-down bench sync-chart-crds clean
 
+# Everything the tests need, cached under $(ESBENCH_CACHE); fast when already there.
 deps:
 	bash scripts/system-packages.sh
+	bash scripts/node/packages.sh
 	bash scripts/python-env.sh $(VENV)
 	bash scripts/rally-env.sh
 	bash scripts/k8s-binaries.sh
+	bash scripts/coredns.sh >/dev/null
 	bash scripts/eck-crds.sh
 	bash scripts/helm.sh
 
+# All tests: unit, API server (admission, operator lifecycle, chart), real Elasticsearch +
+# esrally (runner, CLI), and end to end on a real single node with real pods (root).
 test: deps
 	$(PYTHON) -m pytest tests
 
 unit:
 	$(PYTHON) -m pytest tests/unit
 
+# Only the end-to-end suite: offline on a single node built from source (root).
+e2e: deps
+	ESBENCH_E2E_CLUSTER=node $(PYTHON) -m pytest tests/e2e -v
+
+# The same suite on the kind cluster of the current KUBECONFIG, with the real ECK operator
+# installed (machines with a registry; see .github/workflows/e2e.yaml).
+e2e-kind:
+	bash scripts/python-env.sh $(VENV)
+	bash scripts/k8s-binaries.sh
+	bash scripts/helm.sh
+	ESBENCH_E2E_CLUSTER=kind $(PYTHON) -m pytest tests/e2e -v
+
+# The main job: a local single-node Kubernetes, the chart, examples/quickstart.yaml, its results.
+demo: deps
+	bash scripts/node/demo.sh $(PYTHON)
+
+# The same Experiment without Kubernetes (esbench run).
+demo-local: deps
+	$(VENV)/bin/esbench run examples/quickstart.yaml
+
+node-up: deps
+	bash scripts/node/up.sh
+
+node-down:
+	bash scripts/node/down.sh
+
 bench: deps
 	$(PYTHON) bench/operator_overhead.py
-
-clean:
-	rm -rf $(VENV) .pytest_cache
 
 # crds/ is the single source of truth; the chart ships a copy (tests/chart fails on drift).
 sync-chart-crds:
 	bash scripts/sync-chart-crds.sh
+
+clean:
+	rm -rf $(VENV) .venv-rally .pytest_cache

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the real Kubernetes control-plane binaries the integration tests run
-# (kube-apiserver, kube-controller-manager) plus kubectl, from the Go module proxy:
+# (kube-apiserver, kube-controller-manager) plus kubectl, and the node binaries the offline
+# end-to-end tests run (kube-scheduler, kubelet, kube-proxy), from the Go module proxy:
 # there is no container registry or release download on the test machines.
 # Idempotent: returns at once when the binaries for this version are already cached.
 # Cold: about 6 minutes on 2 cores and ~3.5 GB of Go caches.
@@ -9,7 +10,7 @@ set -euo pipefail
 K8S_VERSION=v1.32.4
 cache=${ESBENCH_CACHE:-$HOME/.cache/esbench}
 out="$cache/k8s/$K8S_VERSION/bin"
-binaries=(kube-apiserver kube-controller-manager kubectl)
+binaries=(kube-apiserver kube-controller-manager kubectl kube-scheduler kubelet kube-proxy)
 here=$(cd "$(dirname "$0")" && pwd)
 
 have_all() {
@@ -48,6 +49,8 @@ start=$(date +%s)
 (
   cd "$work"
   for b in "${binaries[@]}"; do
+    # An older cache may hold only some of them: build just the missing ones.
+    [ -x "$out/$b" ] && continue
     echo "building $b $K8S_VERSION ..."
     # Build to a temporary name and rename, so an interrupted build never looks finished.
     go build -trimpath -ldflags "$ldflags" -o "$out/.$b.tmp" "k8s.io/kubernetes/cmd/$b"

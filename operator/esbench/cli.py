@@ -12,7 +12,7 @@ import click
 import pydantic
 import yaml
 
-from esbench import api, runner
+from esbench import api, commands, runner
 from esbench.report import FailureKind
 
 
@@ -86,6 +86,10 @@ def operator(namespaces: tuple[str, ...], liveness: str, verbose: bool) -> None:
 
     kopf.configure(verbose=verbose)
     kopf.run(standalone=True, clusterwide=not namespaces, namespaces=list(namespaces), liveness_endpoint=liveness)
+
+
+for _command in (commands.run_command, commands.compare_command, commands.report_command):
+    main.add_command(_command)
 
 
 if __name__ == "__main__":

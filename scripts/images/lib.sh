@@ -1,0 +1,38 @@
+# Shared by the image scripts in this folder (sourced, not run).
+# Images are root filesystem folders packed by oci-pack.py into OCI archives named
+# docker.io/local/NAME:TAG, cached under $ESBENCH_CACHE/images by a hash of everything that
+# goes into them, so a warm run only checks the hash.
+set -euo pipefail
+images_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo_root=$(cd "$images_dir/../.." && pwd)
+cache=${ESBENCH_CACHE:-$HOME/.cache/esbench}
+image_cache="$cache/images"
+DEBIAN_SUITE=bookworm
+DEBIAN_MIRROR=${ESBENCH_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+mkdir -p "$image_cache"
+
+# content_hash FILE_OR_DIR... : sha256 over names (relative, so every checkout agrees) and
+# contents; bytecode and build debris excluded.
+content_hash() {
+  local p
+  for p in "$@"; do
+    printf '%s\n' "${p##*/}"
+    if [ -d "$p" ]; then
+      (cd "$p" && find . -type f ! -path '*/__pycache__/*' ! -name '*.pyc' ! -path '*.egg-info/*' -print0 \
+        | LC_ALL=C sort -z | xargs -0 sha256sum)
+    else
+      cat "$p"
+    fi
+  done | sha256sum | cut -c1-16
+}
+
+# prune_older NAME-VERSION ARCHIVE: drop the older builds of the same image from the cache.
+prune_older() {
+  local prefix=$1 keep=$2 old
+  for old in "$image_cache/$prefix"-*.tar; do
+    [ "$old" = "$keep" ] || rm -f "$old"
+  done
+}
+
+# In chroot hooks: a clean environment, so the host's PIP_*, LANG, ... never leak into a build.
+CHROOT_ENV=(env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8)

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The Kubernetes path of the quickstart, offline, on the single node of up.sh: builds and loads
+# the images, installs the ECK CRD and the esbench chart with Helm, runs the ECK stand-in
+# (tests/e2e/eck_standin.py: real Elasticsearch pods), applies examples/quickstart.yaml and
+# waits for its results. The node stays up to explore (KUBECONFIG is printed); remove
+# everything with scripts/node/down.sh.
+# Usage: scripts/node/demo.sh [PYTHON]   (PYTHON: the operator's test venv, default .venv/bin/python)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo_root=$(cd "$here/../.." && pwd)
+source "$here/common.sh"
+python=${1:-$repo_root/.venv/bin/python}
+export KUBECONFIG=$NODE_DIR/admin.kubeconfig
+[ -e "$KUBECONFIG" ] || bash "$here/up.sh" >/dev/null
+kubectl() { "${ESBENCH_CACHE:-$HOME/.cache/esbench}/k8s/v1.32.4/bin/kubectl" "$@"; }
+
+bash "$repo_root/scripts/images/import.sh" "$(bash "$repo_root/scripts/images/esbench.sh")" \
+  "$(bash "$repo_root/scripts/images/elasticsearch.sh" 8.7.1)"
+eck_crd=$(bash "$repo_root/scripts/eck-crds.sh" | sed 's/.*: //')
+kubectl apply --server-side --force-conflicts -f "$eck_crd" >/dev/null
+if ! grep -q '^eck-standin ' "$NODE_DIR/pids"; then
+  (cd "$repo_root" && launch eck-standin "$python" -m tests.e2e.eck_standin)
+fi
+kubectl get namespace esbench-system >/dev/null 2>&1 || kubectl create namespace esbench-system >/dev/null
+kubectl label --overwrite namespace esbench-system pod-security.kubernetes.io/enforce=restricted >/dev/null
+"$(bash "$repo_root/scripts/helm.sh")" upgrade --install esbench "$repo_root/charts/esbench" \
+  --namespace esbench-system --set image.repository=docker.io/local/esbench --set image.tag=0.1.0 \
+  --set image.pullPolicy=Never --wait --timeout 180s >/dev/null
+kubectl apply -f "$repo_root/examples/quickstart.yaml"
+echo "waiting for the quickstart Experiment (a few minutes) ..." >&2
+until phase=$(kubectl get esx quickstart -o 'jsonpath={.status.phase}') && [[ $phase == Succeeded || $phase == Failed ]]; do
+  sleep 5
+done
+kubectl get esx quickstart
+kubectl get esx quickstart -o 'jsonpath={.status.headline}{"\n"}'
+echo "export KUBECONFIG=$KUBECONFIG   # explore; scripts/node/down.sh removes everything" >&2
+[ "$phase" = Succeeded ]

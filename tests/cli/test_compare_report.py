@@ -1,0 +1,143 @@
+"""`esbench compare` and `esbench report` on real result files (made from the race.json
+fixtures), on Rally's race.json itself, on `kubectl get -o json` lists, and on Experiments read
+from a real API server."""
+
+from __future__ import annotations
+
+import csv
+import html.parser
+import io
+import json
+import re
+
+import pytest
+from kubernetes import client
+
+from esbench import api
+from tests.support.result_files import race_fixtures
+
+
+def _names(files) -> list[str]:
+    return [json.loads(f.read_text())["metadata"]["name"] for f in files]
+
+
+def test_compare_prints_a_table_with_every_experiment_and_task(esbench, result_files):
+    run = esbench("compare", *map(str, result_files))
+    assert run.exit_code == 0, run.stderr
+    for name in _names(result_files):
+        assert name in run.stdout
+    tasks = {t["task"] for f in result_files for t in json.loads(f.read_text())["status"]["results"]["tasks"]}
+    for task in tasks:
+        assert re.search(rf"│ {re.escape(task)} +│ throughput median", run.stdout)
+    assert "store size" in run.stdout and f"Baseline: {_names(result_files)[0]}" in run.stdout
+
+
+@pytest.mark.parametrize("format_", ["markdown", "csv", "json"])
+def test_compare_writes_markdown_csv_and_json(esbench, result_files, tmp_path, format_):
+    out = tmp_path / f"comparison.{format_}"
+    run = esbench("compare", *map(str, result_files), "--format", format_, "--output", str(out))
+    assert run.exit_code == 0, run.stderr
+    text = out.read_text()
+    names = _names(result_files)
+    if format_ == "json":
+        data = json.loads(text)
+        assert data["baseline"] == names[0] and data["contenders"] == names[1:]
+        row = next(r for r in data["rows"] if r["metric"] == "throughput.median")
+        assert set(row["values"]) == set(names) and row["direction"] == "higher"
+    elif format_ == "csv":
+        lines = list(csv.DictReader(io.StringIO(text)))
+        assert {line["experiment"] for line in lines} == set(names)
+        assert {line["verdict"] for line in lines} <= {"", "better", "worse", "same"}
+    else:
+        assert text.startswith(f"| task / scope | metric | unit | {names[0]} (baseline) |")
+
+
+def test_race_json_and_kubectl_lists_are_inputs_too(esbench, result_files, tmp_path):
+    documents = [json.loads(f.read_text()) for f in result_files]
+    listing = tmp_path / "all.json"
+    listing.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": documents}))
+    race = race_fixtures()[0]
+    run = esbench("compare", str(listing), str(race), "--format", "json")
+    assert run.exit_code == 0, run.stderr
+    data = json.loads(run.stdout)
+    assert data["contenders"][-1] == json.loads(race.read_text())["race-id"]
+    assert data["baseline"] == documents[0]["metadata"]["name"]
+
+
+def test_compare_refuses_a_single_experiment_and_unknown_inputs(esbench, result_files, tmp_path):
+    assert esbench("compare", str(result_files[0])).exit_code == 2
+    missing = esbench("compare", str(result_files[0]), str(tmp_path / "nope.json"))
+    assert missing.exit_code == 1 and "nope.json: no such file" in missing.stderr
+
+
+def test_compare_reads_experiments_by_name_from_the_api_server(esbench, result_files, control_plane, namespace):
+    """What `kubectl get esx NAME -o json` returns and what `esbench run --output` writes are
+    interchangeable: the same document, once stored in a real API server, compares the same."""
+    custom = client.CustomObjectsApi(control_plane.api_client())
+    document = json.loads(result_files[0].read_text())
+    name = document["metadata"]["name"]
+    custom.create_namespaced_custom_object(api.GROUP, api.VERSION, namespace, api.PLURAL,
+                                           {k: v for k, v in document.items() if k != "status"})
+    custom.patch_namespaced_custom_object_status(api.GROUP, api.VERSION, namespace, api.PLURAL, name,
+                                                 {"status": document["status"]})
+    env = {"KUBECONFIG": str(control_plane.kubeconfig_path)}
+    from_server = esbench("compare", name, str(result_files[1]), "--namespace", namespace, "--format", "json", env=env)
+    from_file = esbench("compare", str(result_files[0]), str(result_files[1]), "--format", "json")
+    assert from_server.exit_code == 0, from_server.stderr
+    assert json.loads(from_server.stdout) == json.loads(from_file.stdout)
+
+    absent = esbench("compare", "no-such-experiment", str(result_files[1]), "--namespace", namespace, env=env)
+    assert absent.exit_code == 1
+    assert f"no Experiment no-such-experiment in namespace {namespace}" in absent.stderr
+
+
+class _Collector(html.parser.HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.images: list[str] = []
+        self.links: list[str] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        attributes = dict(attrs)
+        if tag == "img":
+            self.images.append(attributes.get("src", ""))
+        for key in ("href", "src"):
+            if attributes.get(key) and not attributes[key].startswith(("data:", "#")):
+                self.links.append(attributes[key])
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def test_html_report_is_self_contained_and_shows_every_configuration(esbench, result_files, tmp_path):
+    out, markdown = tmp_path / "report.html", tmp_path / "report.md"
+    run = esbench("report", *map(str, result_files), "--html", str(out), "--markdown", str(markdown))
+    assert run.exit_code == 0, run.stderr
+    page = _Collector()
+    page.feed(out.read_text())
+    text = " ".join(page.text)
+    assert page.links == []  # nothing fetched from elsewhere: scripts, styles, images are inline
+    assert page.images and all(src.startswith("data:image/svg+xml;base64,") for src in page.images)
+    assert len(page.images) >= 3  # throughput, latency, store size (CPU only when nodes were sampled)
+    for document in (json.loads(f.read_text()) for f in result_files):
+        assert document["metadata"]["name"] in text
+        assert document["status"]["clusterVersion"] in text
+        index = document["spec"]["index"]
+        for key in ("codec", "refreshInterval", "shards", "replicas"):
+            if key in index:
+                assert str(index[key]) in text
+    for header in ("Configurations", "Results", "Charts", "codec", "shards", "replicas", "refresh", "track params"):
+        assert header in text
+
+    md = markdown.read_text()
+    charts = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md)
+    assert charts and all((tmp_path / c).is_file() and (tmp_path / c).read_text().lstrip().startswith("<?xml")
+                          for c in charts)
+    for name in _names(result_files):
+        assert name in md
+
+
+def test_report_needs_somewhere_to_write(esbench, result_files):
+    run = esbench("report", str(result_files[0]))
+    assert run.exit_code == 2 and "--html" in run.stderr

@@ -1,0 +1,242 @@
+"""`esbench run`: the Experiment file, the real runner, real esrally, real Elasticsearch.
+
+Bad input is refused before anything starts, with the API server's message and exit status 10
+(InvalidSpec). A run against an existing cluster (--es-url, the runner tests' node) races the
+quickstart example as it is; a run without --es-url starts Elasticsearch itself from the cached
+integ-test-zip (HTTPS with a generated user, as spec.elasticsearch.tls asks) and stops it after.
+"""
+
+from __future__ import annotations
+
+import http.server
+import inspect
+import json
+import re
+import shutil
+import socket
+import tempfile
+import threading
+from pathlib import Path
+
+import pytest
+import yaml
+
+from esbench import api, compare, local, localcluster, status, validation
+from esbench.target import Target
+from tests.runner.elasticsearch import LATEST
+
+EXPERIMENT = {
+    "apiVersion": api.API_VERSION,
+    "kind": api.KIND,
+    "metadata": {"name": "local-smoke"},
+    "spec": {
+        "elasticsearch": {"version": LATEST, "heap": "512m"},
+        "index": {"codec": "best_compression", "shards": 1, "replicas": 0},
+        "workload": {"track": "smoke", "testMode": True, "trackParams": {"doc_count": 500}},
+    },
+}
+
+
+def _write(tmp_path, document, name="experiment.yaml"):
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(document) if not isinstance(document, str) else document)
+    return path
+
+
+def _with(path: str, value) -> dict:
+    document = json.loads(json.dumps(EXPERIMENT))
+    node = document
+    *parents, leaf = path.split(".")
+    for key in parents:
+        node = node.setdefault(key, {})
+    node[leaf] = value
+    return document
+
+
+BAD_INPUT = [
+    ("unknown field", _with("spec.index.codecs", "zstd"), 10, 'unknown field "spec.index.codecs"'),
+    ("invalid value", _with("spec.elasticsearch.version", "8.15"),
+     10, 'Experiment.esbench.io "local-smoke" is invalid: spec.elasticsearch.version: Invalid value: "string": '
+         "elasticsearch.version must look like MAJOR.MINOR.PATCH"),
+    ("unsupported value", _with("spec.index.codec", "zstd"), 10, 'Unsupported value: "zstd"'),
+    ("track params repeat index settings", _with("spec.workload.trackParams", {"number_of_shards": 2}),
+     10, "workload.trackParams.number_of_shards conflicts with index.shards"),
+    ("not yaml", "spec: [unclosed", 10, "not valid YAML"),
+    ("not an experiment", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}, 10, "not an Experiment"),
+]
+
+
+@pytest.mark.parametrize("case, document, code, message", BAD_INPUT, ids=[c for c, *_ in BAD_INPUT])
+def test_bad_input_is_refused_before_anything_starts(esbench, tmp_path, case, document, code, message):
+    run = esbench("run", str(_write(tmp_path, document)), "--output", "out.json")
+    assert run.exit_code == code, run.stdout + run.stderr
+    assert message in run.stderr
+    assert "Elasticsearch" not in run.stdout and not (tmp_path / "out.json").exists()
+
+
+def test_a_missing_file_is_a_usage_error(esbench, tmp_path):
+    run = esbench("run", "absent.yaml")
+    assert run.exit_code == 2 and 'the path "absent.yaml" does not exist' in run.stderr
+
+
+def test_an_unreachable_cluster_fails_as_target_unreachable(esbench, tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    run = esbench("run", str(_write(tmp_path, EXPERIMENT)), "--es-url", f"http://127.0.0.1:{port}",
+                  "--target-timeout", "2", "--output", "out.json", "--work-dir", "work")
+    assert run.exit_code == 11, run.stdout + run.stderr
+    document = json.loads((tmp_path / "out.json").read_text())
+    assert document["status"]["phase"] == "Failed" and document["status"]["reason"] == "TargetUnreachable"
+    assert "Failed (TargetUnreachable)" in run.stdout
+
+
+def _assert_operator_document(document: dict, stored: dict, version: str) -> api.Results:
+    assert document["apiVersion"] == api.API_VERSION and document["kind"] == api.KIND
+    assert document["metadata"]["name"] == stored["metadata"]["name"]
+    assert document["spec"] == stored["spec"]  # as the API server would have stored it (defaults applied)
+    state = document["status"]
+    assert state["phase"] == "Succeeded" and state["reason"] == "RaceSucceeded"
+    assert state["clusterVersion"] == version
+    for key in ("raceId", "startTime", "completionTime", "message"):
+        assert state[key]
+    results = api.Results.model_validate(state["results"])
+    assert results.race_id == state["raceId"]
+    assert state["headline"] == status.headline(results)
+    return results
+
+
+def test_quickstart_races_an_existing_cluster_and_writes_what_the_operator_writes(
+        esbench, esrally, clusters, repo_root, tmp_path):
+    cluster = clusters.get(LATEST)
+    quickstart = repo_root / "examples" / "quickstart.yaml"
+    run = esbench("run", str(quickstart), "--es-url", cluster.url, "--output", "quickstart.json",
+                  env={"ESBENCH_ESRALLY": esrally})
+    assert run.exit_code == 0, run.stdout + run.stderr
+
+    stored = validation.admit(yaml.safe_load(quickstart.read_text()))
+    document = json.loads((tmp_path / "quickstart.json").read_text())
+    results = _assert_operator_document(document, stored, LATEST)
+    assert [t.task for t in results.tasks] == ["index-append", "match-all", "term-category"]
+    assert all(t.error_rate == 0 for t in results.tasks)
+    assert results.track_params["doc_count"] == stored["spec"]["workload"]["trackParams"]["doc_count"]
+    assert cluster.client.get("smoke/_count")["count"] == results.track_params["doc_count"]
+    (node,) = results.nodes
+    assert node.process_cpu_percent.mean is not None
+
+    # The results table, and the result file is an input for compare like any Experiment.
+    assert "index-append" in run.stdout and "Succeeded (RaceSucceeded)" in run.stdout
+    assert document["status"]["headline"] in run.stdout
+    entry = compare.entry_from_document(document)
+    rows = compare.compare([entry, entry]).rows
+    assert any(r.metric.key == "process_cpu.mean" for r in rows)
+
+
+def test_without_es_url_elasticsearch_is_downloaded_started_over_https_and_stopped(esbench, esrally, tmp_path):
+    path = _write(tmp_path, EXPERIMENT)
+    run = esbench("run", str(path), "--output", "local.json", "--work-dir", "work", env={"ESBENCH_ESRALLY": esrally})
+    assert run.exit_code == 0, run.stdout + run.stderr
+
+    # It says which distribution it uses, and what that distribution lacks.
+    assert "integ-test-zip" in run.stdout and "no painless" in run.stdout and "no ingest" in run.stdout
+    document = json.loads((tmp_path / "local.json").read_text())
+    results = _assert_operator_document(document, validation.admit(EXPERIMENT), LATEST)
+    assert "integ-test-zip" in document["metadata"]["annotations"]["esbench.io/elasticsearch"]
+    assert results.track_params["index_settings"] == {"index.codec": "best_compression"}
+
+    # HTTPS as ECK serves it (spec.elasticsearch.tls defaults to true), and it is gone afterwards.
+    (port,) = re.findall(r"https://localhost:(\d+)", run.stdout)
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("localhost", int(port)), timeout=5).close()
+    log = (tmp_path / "work" / "esbench-run.log").read_text()
+    assert "--target-hosts=localhost:" in log and "esrally exited with 0" in log
+
+
+# --- pieces of local mode that need no cluster -------------------------------------------------
+
+
+def test_what_local_mode_cannot_apply_is_said_up_front():
+    spec = validation.parse_spec(validation.admit(_with("spec.elasticsearch", {
+        "version": LATEST, "nodeCount": 3, "resources": {"limits": {"memory": "4Gi"}}})))
+    notes = " ".join(local.local_notes(spec, local.Options()))
+    assert "runs one node; the spec asks for 3" in notes
+    assert "resources" in notes and "storage" in notes
+    remote = " ".join(local.local_notes(spec, local.Options(es_url="https://es.example:9200")))
+    assert "used as it is" in remote
+
+
+def test_rallys_progress_lines_become_the_race_steps_detail():
+    assert local.progress_detail("Running index-append                          [ 40% done]") == "index-append 40%"
+    assert local.progress_detail("esbench: generated 500 documents") == "generated 500 documents"
+    assert local.progress_detail("esbench: /x/esrally race --pipeline=benchmark-only --race-id=r") == "esrally race started"
+    assert local.progress_detail("[INFO] Race id is [r]") == "[INFO] Race id is [r]"
+    assert local.progress_detail("    ____        ____") is None
+
+
+# --- --es-home and spec.elasticsearch.config (need localcluster.start(home=, extra_settings=)) ---
+
+needs_home = pytest.mark.skipif(
+    "home" not in inspect.signature(localcluster.start).parameters,
+    reason="esbench.localcluster.start has no home=/extra_settings= parameters yet")
+
+
+@needs_home
+def test_es_home_is_the_distribution_started_and_spec_config_reaches_it(esbench, tmp_path):
+    """A setting Elasticsearch does not know makes it refuse to start: proof that the spec's
+    config reached the node started from --es-home (exit 15, ClusterNotReady, as the operator
+    reports a cluster that never became ready)."""
+    # Not tmp_path (0700 root): the Elasticsearch user must read it. TMPDIR puts the node's own
+    # folder (which localcluster keeps after a failed start, for its log) in here too.
+    folder = Path(tempfile.mkdtemp(prefix="esbench-home-test-"))
+    try:
+        folder.chmod(0o755)
+        home = localcluster._unpack(localcluster.distribution_zip(LATEST), folder)  # keeps the executable bits
+        document = _with("spec.elasticsearch.config", {"esbench.no.such.setting": "x"})
+        run = esbench("run", str(_write(tmp_path, document)), "--es-home", str(home), "--output", "out.json",
+                      env={"TMPDIR": str(folder)})
+        assert run.exit_code == 15, run.stdout + run.stderr
+        result = json.loads((tmp_path / "out.json").read_text())
+        assert result["status"]["phase"] == "Failed" and result["status"]["reason"] == "ClusterNotReady"
+        assert "esbench.no.such.setting" in result["status"]["message"]
+        assert f"--es-home {home}" in result["metadata"]["annotations"]["esbench.io/elasticsearch"]
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_failed_start_is_summed_up_by_the_first_error_elasticsearch_or_the_jvm_logged():
+    # Log tails as localcluster reports them (taken from real failed starts).
+    jvm = ("Elasticsearch 8.7.1 exited with 1:\n"
+           'Exception in thread "main" java.lang.RuntimeException: starting java failed with [1]\noutput:\n'
+           "[0.000s][error][logging] Error opening log file 'logs/gc.log': Permission denied\n"
+           "[0.000s][error][logging] Initialization of output 'file=logs/gc.log' using options "
+           "'filecount=32,filesize=64m' failed.\nerror:\nInvalid -Xlog option")
+    node = ("Elasticsearch 8.7.1 exited with 1:\n[2026-11-21T08:57:04,534][INFO ][o.e.n.Node] [vm] starting\n"
+            "[2026-11-21T08:57:04,534][ERROR][o.e.b.Elasticsearch] [vm] fatal exception while booting Elasticsearch "
+            "java.lang.IllegalArgumentException: unknown setting [esbench.no.such.setting]\n"
+            "\tat org.elasticsearch.server@8.7.1/org.elasticsearch.common.settings.AbstractScopedSettings.validate\n"
+            "ERROR: Elasticsearch exited unexpectedly")
+    assert local.start_failure(LATEST, jvm).endswith("Error opening log file 'logs/gc.log': Permission denied")
+    assert local.start_failure(LATEST, node).endswith("unknown setting [esbench.no.such.setting]")
+
+
+def test_a_node_that_does_not_serve_get_root_is_refused_with_the_reason():
+    """8.19.x integ-test-zips answer `GET /` with 405 (no rest-root module) and Rally cannot
+    race them; local mode says so at once instead of letting the runner wait for the node."""
+
+    class NoRoot(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 (http.server's naming)
+            self.send_response(405)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), NoRoot)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        target = Target(f"http://127.0.0.1:{server.server_address[1]}")
+        with pytest.raises(local.ClusterNotReady, match="lacks the rest-root module"):
+            local.check_root_endpoint(target, "8.19.7")
+    finally:
+        server.shutdown()

@@ -1,0 +1,213 @@
+"""End to end: the esbench chart on a real Kubernetes, examples/quickstart.yaml through to results.
+
+Real: the API server, scheduler, controllers, kubelet, containerd, kube-proxy, DNS, the
+operator image installed by Helm, Elasticsearch pods (HTTPS, basic auth), the Rally Job.
+Stood in for: only ECK's controller (tests/e2e/eck_standin.py). See conftest.py for how the
+cluster is obtained. Every namespace here enforces Pod Security "restricted".
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Callable
+
+import pytest
+import yaml
+from kubernetes import client
+
+from tests.e2e.harness import ES_VERSION, ROOT, Cluster
+
+GROUP, VERSION, PLURAL = "esbench.io", "v1alpha1", "experiments"
+ECK = ("elasticsearch.k8s.elastic.co", "v1", "elasticsearches")
+QUICKSTART = ROOT / "examples" / "quickstart.yaml"
+RACE_TIMEOUT = 900  # cluster start + a smoke race on 2 shared cores takes 2-3 minutes
+
+
+def quickstart(**rally: Any) -> dict[str, Any]:
+    body = yaml.safe_load(QUICKSTART.read_text())
+    # The stand-in runs the integ-test-zip image built for ES_VERSION; say so if the example moves on.
+    assert body["spec"]["elasticsearch"]["version"] == ES_VERSION, (
+        f"examples/quickstart.yaml asks for {body['spec']['elasticsearch']['version']}; "
+        f"the e2e Elasticsearch image is {ES_VERSION} (scripts/images/elasticsearch.sh VERSION)")
+    if rally:
+        body["spec"].setdefault("rally", {}).update(rally)
+    return body
+
+
+def wait_for(what: str, predicate: Callable[[], Any], timeout: float, diagnose: Callable[[], str] = lambda: "",
+             interval: float = 2) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        result = predicate()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}\n{diagnose()}", pytrace=False)
+        time.sleep(interval)
+
+
+class Experiments:
+    """The Experiment API of one namespace, plus what a failing test needs to explain itself."""
+
+    def __init__(self, cluster: Cluster, namespace: str, operator_namespace: str):
+        self.cluster, self.namespace, self.operator_namespace = cluster, namespace, operator_namespace
+        self.custom = client.CustomObjectsApi(cluster.api)
+        self.core = client.CoreV1Api(cluster.api)
+        self.batch = client.BatchV1Api(cluster.api)
+        self.apps = client.AppsV1Api(cluster.api)
+
+    def create(self, body: dict[str, Any]) -> dict[str, Any]:
+        return self.custom.create_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL, body)
+
+    def get(self, name: str) -> dict[str, Any] | None:
+        try:
+            return self.custom.get_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL, name)
+        except client.ApiException as error:
+            if error.status == 404:
+                return None
+            raise
+
+    def phase(self, name: str) -> str | None:
+        return ((self.get(name) or {}).get("status") or {}).get("phase")
+
+    def wait_finished(self, name: str) -> dict[str, Any]:
+        wait_for(f"Experiment {name} to finish", lambda: self.phase(name) in ("Succeeded", "Failed"),
+                 RACE_TIMEOUT, self.diagnose)
+        experiment = self.get(name)
+        assert experiment["status"]["phase"] == "Succeeded", (
+            f"{experiment['status'].get('reason')}: {experiment['status'].get('message')}\n{self.diagnose()}")
+        return experiment
+
+    def elasticsearches(self) -> list[dict[str, Any]]:
+        return self.custom.list_namespaced_custom_object(*ECK[:2], self.namespace, ECK[2])["items"]
+
+    def jobs(self) -> list[client.V1Job]:
+        return self.batch.list_namespaced_job(self.namespace).items
+
+    def pods(self) -> list[client.V1Pod]:
+        return self.core.list_namespaced_pod(self.namespace).items
+
+    def events(self) -> list[client.CoreV1Event]:
+        return self.core.list_namespaced_event(self.namespace).items
+
+    def operator_pods(self) -> list[client.V1Pod]:
+        return self.core.list_namespaced_pod(self.operator_namespace,
+                                             label_selector="app.kubernetes.io/name=esbench").items
+
+    def diagnose(self) -> str:
+        lines = ["--- experiments:"]
+        for item in self.custom.list_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL)["items"]:
+            lines.append(json.dumps({"name": item["metadata"]["name"], "status": item.get("status")}, default=str)[:3000])
+        lines.append("--- elasticsearch status: " + json.dumps([e.get("status") for e in self.elasticsearches()]))
+        lines.append("--- pods: " + ", ".join(f"{p.metadata.name}={p.status.phase}" for p in self.pods()))
+        lines.append("--- events:")
+        lines += [f"{e.reason}: {e.involved_object.kind}/{e.involved_object.name}: {e.message}" for e in self.events()][-30:]
+        for pod in self.operator_pods()[:1] + self.pods():
+            try:
+                log = self.core.read_namespaced_pod_log(pod.metadata.name, pod.metadata.namespace, tail_lines=25)
+            except client.ApiException as error:
+                log = f"(no log: {error.reason})"
+            lines.append(f"--- log of {pod.metadata.namespace}/{pod.metadata.name}:\n{log}")
+        return "\n".join(lines)
+
+    def assert_no_pod_was_refused(self) -> None:
+        refused = [e.message for e in self.events() if e.reason == "FailedCreate" and "PodSecurity" in (e.message or "")]
+        assert not refused, f"Pod Security refused pods: {refused}"
+
+
+@pytest.fixture
+def experiments(cluster, operator, restricted_namespace) -> Experiments:
+    return Experiments(cluster, restricted_namespace, operator["namespace"])
+
+
+def test_helm_installs_an_operator_that_runs_under_pod_security_restricted(cluster, operator):
+    apps = client.AppsV1Api(cluster.api)
+    deployments = apps.list_namespaced_deployment(operator["namespace"]).items
+    assert [d.status.available_replicas for d in deployments] == [1]
+    namespace = client.CoreV1Api(cluster.api).read_namespace(operator["namespace"])
+    assert namespace.metadata.labels["pod-security.kubernetes.io/enforce"] == "restricted"
+    assert "esbench" in cluster.helm("list", "--namespace", operator["namespace"], "--short")
+
+
+def test_restricted_namespace_refuses_a_privileged_pod(cluster, restricted_namespace):
+    """The control for the tests below: Pod Security really is enforced in their namespaces."""
+    pod = {"metadata": {"name": "privileged"},
+           "spec": {"containers": [{"name": "c", "image": "docker.io/local/pause:3.10",
+                                    "securityContext": {"privileged": True}}]}}
+    with pytest.raises(client.ApiException) as refused:
+        client.CoreV1Api(cluster.api).create_namespaced_pod(restricted_namespace, pod)
+    assert refused.value.status == 403 and "violates PodSecurity" in refused.value.body
+
+
+def test_quickstart_succeeds_with_sane_results_and_cleans_up_its_cluster(experiments):
+    body = quickstart()
+    created = experiments.create(body)
+    experiment = experiments.wait_finished("quickstart")
+    status = experiment["status"]
+
+    assert status["clusterVersion"] == ES_VERSION
+    assert status["raceId"] == created["metadata"]["uid"]
+    assert {c["type"]: c["status"] for c in status["conditions"]} == {"ClusterReady": "True", "BenchmarkComplete": "True"}
+    results = status["results"]
+    assert results["track"] == "smoke" and results["distributionVersion"] == ES_VERSION
+    tasks = {task["task"]: task for task in results["tasks"]}
+    assert "index-append" in tasks, tasks.keys()
+    for task in tasks.values():
+        assert task["errorRate"] == 0, task
+        assert task["throughput"]["median"] > 0, task
+        assert task["serviceTime"]["p50"] > 0 and task["serviceTime"]["unit"] == "ms", task
+    assert tasks["index-append"]["throughput"]["unit"] == "docs/s"
+    assert results["cluster"]["storeSizeBytes"] > 0
+    assert results["cluster"]["segmentCount"] >= 1
+    assert status["headline"]
+
+    race = experiments.core.read_namespaced_config_map(status["raceJsonConfigMap"], experiments.namespace)
+    race_json = json.loads(race.data["race.json"])
+    assert race_json["race-id"] == status["raceId"]
+    for param, value in body["spec"]["workload"].get("trackParams", {}).items():
+        assert race_json["track-params"][param] == value
+
+    # Every pod the Experiment needed (Elasticsearch and Rally) was admitted under "restricted".
+    experiments.assert_no_pod_was_refused()
+    # cleanup: Delete (the default): the cluster goes once the race is over; the Job stays as a record.
+    wait_for("the cluster to be deleted after the race", lambda: not experiments.elasticsearches(), 120,
+             experiments.diagnose)
+    wait_for("the Elasticsearch pods to go", lambda: not [p for p in experiments.pods() if "-es-" in p.metadata.name],
+             120, experiments.diagnose)
+    assert [job.status.succeeded for job in experiments.jobs()] == [1]
+
+
+def test_operator_pod_killed_mid_race_experiment_still_finishes_once_and_deleting_it_removes_everything(experiments):
+    experiments.create(quickstart(cleanup="Keep"))
+    wait_for("the race to start", lambda: experiments.phase("quickstart") == "Benchmarking" and experiments.jobs(),
+             RACE_TIMEOUT, experiments.diagnose)
+    job_uid = experiments.jobs()[0].metadata.uid
+    cluster_uid = experiments.elasticsearches()[0]["metadata"]["uid"]
+
+    (operator_pod,) = experiments.operator_pods()
+    experiments.core.delete_namespaced_pod(operator_pod.metadata.name, operator_pod.metadata.namespace,
+                                           grace_period_seconds=0)
+    wait_for("a new operator pod to be ready", lambda: any(
+        p.metadata.uid != operator_pod.metadata.uid and p.status.container_statuses
+        and p.status.container_statuses[0].ready for p in experiments.operator_pods()), 180, experiments.diagnose)
+
+    experiment = experiments.wait_finished("quickstart")
+    # Still the one cluster and the one Job: the restarted operator adopted them, made no second.
+    assert [job.metadata.uid for job in experiments.jobs()] == [job_uid]
+    assert [es["metadata"]["uid"] for es in experiments.elasticsearches()] == [cluster_uid]
+    assert experiment["status"]["results"]["tasks"]
+    finished = [e for e in experiments.events() if e.involved_object.kind == "Experiment" and e.reason == "RaceSucceeded"]
+    assert sum(e.count or 1 for e in finished) == 1, [e.message for e in finished]
+    completion = experiment["status"]["completionTime"]
+    time.sleep(6)  # three resyncs (resyncSeconds=2): results are written once, never again
+    assert experiments.get("quickstart")["status"]["completionTime"] == completion
+    experiments.assert_no_pod_was_refused()
+
+    # cleanup: Keep left the cluster up; deleting the Experiment removes it and the Job (owner references).
+    assert experiments.apps.list_namespaced_stateful_set(experiments.namespace).items
+    experiments.custom.delete_namespaced_custom_object(GROUP, VERSION, experiments.namespace, PLURAL, "quickstart",
+                                                       propagation_policy="Foreground")
+    wait_for("the Experiment, its cluster, Job and pods to go", lambda: not (
+        experiments.get("quickstart") or experiments.elasticsearches() or experiments.jobs() or experiments.pods()
+        or experiments.apps.list_namespaced_stateful_set(experiments.namespace).items), 180, experiments.diagnose)

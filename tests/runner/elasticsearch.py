@@ -1,0 +1,39 @@
+"""Real Elasticsearch nodes for the runner tests.
+
+Thin on purpose: downloading, verifying, unpacking and starting live in esbench.localcluster,
+which local mode (`esbench run`) reuses. Here: which versions, and one node per version (and
+security setting) for the whole session, started on first use.
+"""
+
+from __future__ import annotations
+
+from esbench.localcluster import LocalCluster, start
+
+# GET / answers on these (Rally reads the version from it); 8.19.x's integ-test-zip lacks the
+# rest-root module and Rally fails at once against it.
+VERSIONS = ("7.17.29", "8.7.1")
+LATEST = VERSIONS[-1]
+
+
+class Clusters:
+    def __init__(self) -> None:
+        self._running: dict[tuple[str, bool], LocalCluster] = {}
+
+    def get(self, version: str, secure: bool = False) -> LocalCluster:
+        key = (version, secure)
+        if key not in self._running:
+            self._running[key] = start(version, secure=secure)
+        cluster = self._running[key]
+        delete_all_indices(cluster)  # every test starts from an empty cluster
+        return cluster
+
+    def stop_all(self) -> None:
+        for cluster in self._running.values():
+            cluster.stop()
+        self._running.clear()
+
+
+def delete_all_indices(cluster: LocalCluster) -> None:
+    # By name: 8.x refuses wildcard deletes (action.destructive_requires_name).
+    for index in cluster.client.get("_cat/indices?format=json&h=index"):
+        cluster.client.request("DELETE", index["index"])

@@ -1,0 +1,141 @@
+"""Every bundled track runs for real (esrally against real Elasticsearch) and does what it says.
+
+Races run in Rally's --test-mode (about 12 s instead of about 60-90 s: Rally's workers poll
+every 5 s, 0.5 s in test mode) with corpora of at most 1000 documents, which test mode indexes
+whole. One full race (smoke) checks the non-test-mode path and real percentiles.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from esbench import api
+from esbench.corpus import TEST_MODE_COUNT
+from tests.runner.elasticsearch import LATEST, VERSIONS
+
+DOC_COUNT = 600
+INDEX_SPEC = {
+    "shards": 2,
+    "replicas": 1,  # one node: yellow is all the track may wait for
+    "refreshInterval": "7s",
+    "codec": "best_compression",
+    "settings": {"max_result_window": 12345},
+}
+TRACK_PARAMS = {
+    "smoke": {"doc_count": DOC_COUNT},
+    "indexing": {"doc_count": DOC_COUNT, "bulk_size": 100, "bulk_indexing_clients": 2},
+    "source-filtering": {"doc_count": DOC_COUNT, "body_bytes": 2048, "page_size": 100},
+    "range-queries": {"doc_count": DOC_COUNT},
+    "codec-search": {"doc_count": DOC_COUNT, "fetch_size": 100},
+}
+
+
+def spec(track: str, *, index: dict | None = None, test_mode: bool = True, **workload) -> dict:
+    return {
+        "elasticsearch": {"version": "8.7.1"},
+        "index": INDEX_SPEC if index is None else index,
+        "workload": {"track": track, "testMode": test_mode, **workload},
+    }
+
+
+def index_name(track: str) -> str:
+    return track  # each bundled track indexes into an index named after it
+
+
+def count_documents(cluster, index: str) -> int:
+    cluster.client.request("POST", f"{index}/_refresh")  # the indexing track flushes, not refreshes
+    return cluster.client.get(f"{index}/_count")["count"]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("track", api.BUNDLED_TRACKS)
+def test_bundled_track_indexes_its_whole_corpus_with_the_spec_index_settings(clusters, race, version, track):
+    cluster = clusters.get(version)
+    run = race(spec(track, trackParams=TRACK_PARAMS[track]), cluster.url)
+
+    assert run.exit_code == 0, run.output
+    assert run.report.succeeded and run.report.failure is None
+    results = run.report.results
+    assert results.track == track and results.distribution_version == version
+    assert results.track_params["cluster_health"] == "yellow"
+
+    assert count_documents(cluster, index_name(track)) == DOC_COUNT
+    assert results.tasks and all(t.error_rate == 0 for t in results.tasks)
+    assert {"index-append"} <= {t.task for t in results.tasks}
+    assert results.cluster.store_size_bytes > 0
+    assert results.cluster.segment_count >= 1
+
+    settings = cluster.client.get(f"{index_name(track)}/_settings")[index_name(track)]["settings"]["index"]
+    assert settings["codec"] == "best_compression"
+    assert settings["number_of_shards"] == "2"
+    assert settings["number_of_replicas"] == "1"
+    assert settings["refresh_interval"] == "7s"
+    assert settings["max_result_window"] == "12345"
+
+    (node,) = results.nodes
+    assert node.samples >= 2
+    assert node.process_cpu_percent.mean is not None and node.os_cpu_percent.p90 is not None
+    assert node.heap_used_bytes.mean > 0
+    assert node.indexing_total >= DOC_COUNT  # primaries; replicas stay unassigned on one node
+
+    assert run.report.race_json["race-id"] == results.race_id
+
+
+def test_range_and_terms_queries_of_range_queries_track_match_the_same_documents(clusters, race):
+    cluster = clusters.get(LATEST)
+    run = race(spec("range-queries", index={}, trackParams={"doc_count": DOC_COUNT}), cluster.url)
+    assert run.exit_code == 0, run.output
+    cluster.client.request("POST", "range-queries/_refresh")
+
+    def hits(query):
+        body = {"size": 0, "track_total_hits": True, "query": query}
+        return cluster.client.request("POST", "range-queries/_search", body)["hits"]["total"]["value"]
+
+    for first, last in ((1950, 1959), (1900, 1989)):
+        overlap = {"bool": {"filter": [{"range": {"start_year": {"lte": last}}}, {"range": {"end_year": {"gte": first}}}]}}
+        in_decades = {"terms": {"decades": [str(d) for d in range(first, last + 1, 10)]}}
+        assert 0 < hits(overlap) == hits(in_decades) < DOC_COUNT
+
+
+def test_best_compression_stores_the_same_corpus_in_less_space_than_default(clusters, race):
+    cluster = clusters.get(LATEST)
+    store = {}
+    for codec in ("default", "best_compression"):
+        run = race(spec("codec-search", index={"codec": codec}, trackParams={"doc_count": 1000}), cluster.url)
+        assert run.exit_code == 0, run.output
+        assert count_documents(cluster, "codec-search") == 1000
+        store[codec] = run.report.results.cluster.store_size_bytes
+    assert store["best_compression"] < 0.9 * store["default"], store
+
+
+def test_a_full_smoke_race_reports_throughput_and_latency_percentiles(clusters, race):
+    cluster = clusters.get(LATEST)
+    run = race(spec("smoke", index={}, test_mode=False), cluster.url)
+    assert run.exit_code == 0, run.output
+    tasks = {t.task: t for t in run.report.results.tasks}
+    assert set(tasks) == {"index-append", "match-all", "term-category"}
+    assert tasks["index-append"].throughput.unit == "docs/s" and tasks["index-append"].throughput.median > 0
+    for name in ("match-all", "term-category"):
+        latency = tasks[name].latency
+        assert latency.unit == "ms" and 0 < latency.p50 <= latency.p90 <= latency.p100
+        assert tasks[name].service_time.p50 > 0 and tasks[name].duration > 0
+    assert count_documents(cluster, "smoke") == 1000  # the smoke corpus's default size
+
+
+def test_a_race_over_tls_with_credentials_never_reveals_the_password(clusters, race):
+    cluster = clusters.get(LATEST, secure=True)
+    run = race(spec("smoke", index={}, trackParams={"doc_count": 1500}), cluster.url,
+               ca_file=cluster.ca_file, username=cluster.username, password=cluster.password)
+
+    assert run.exit_code == 0, run.output
+    # Test mode indexes the 1k file the corpus generator writes beside the full corpus.
+    assert count_documents(cluster, "smoke") == TEST_MODE_COUNT
+    assert cluster.password not in run.output
+    options = run.work_dir / "client-options.json"
+    assert options.stat().st_mode & 0o777 == 0o600
+    assert f"--client-options={options}" in run.output  # a path on the command line, not the secret
+    leaking = [
+        str(path) for path in run.work_dir.rglob("*")
+        if path.is_file() and path != options and cluster.password.encode() in path.read_bytes()
+    ]
+    assert leaking == []

@@ -1,0 +1,73 @@
+"""The bundled tracks follow rally-tracks' parameter conventions and generate the same corpus
+for the same parameters (the Rally races themselves run in tests/runner)."""
+
+import json
+
+import pytest
+
+from esbench import api, corpus
+from esbench.runner import TRACKS_DIR
+
+STANDARD_PARAMS = ("number_of_shards", "number_of_replicas", "index_settings", "cluster_health")
+
+
+def test_every_bundled_track_is_shipped():
+    assert sorted(p.name for p in TRACKS_DIR.iterdir() if (p / "track.json").exists()) == sorted(api.BUNDLED_TRACKS)
+
+
+@pytest.mark.parametrize("track", api.BUNDLED_TRACKS)
+def test_a_bundled_track_accepts_the_params_esbench_derives_from_the_spec(track):
+    # Rally rejects unused track params, and the runner passes these whenever the spec sets them.
+    text = "".join(p.read_text() for p in (TRACKS_DIR / track).glob("*.json"))
+    for param in (*STANDARD_PARAMS, *corpus.load_generator(TRACKS_DIR / track).DEFAULTS):
+        assert param in text, f"{track} does not use track param {param}"
+
+
+@pytest.mark.parametrize("track", api.BUNDLED_TRACKS)
+def test_a_bundled_track_has_a_readme_listing_its_parameters(track):
+    readme = (TRACKS_DIR / track / "README.md").read_text()
+    for param in (*STANDARD_PARAMS, "doc_count", "seed"):
+        assert f"`{param}`" in readme
+
+
+@pytest.mark.parametrize("track", api.BUNDLED_TRACKS)
+def test_the_same_params_generate_byte_identical_corpora(track, tmp_path):
+    params = {"doc_count": 50, "body_bytes": 300}
+    first, second = tmp_path / "a", tmp_path / "b"
+    for folder in (first, second):
+        folder.mkdir()
+        (folder / corpus.GENERATOR).write_bytes((TRACKS_DIR / track / corpus.GENERATOR).read_bytes())
+        generated = corpus.generate(folder, track, params)
+    assert (first / corpus.DOCUMENTS).read_bytes() == (second / corpus.DOCUMENTS).read_bytes()
+    lines = (first / corpus.DOCUMENTS).read_bytes().splitlines(keepends=True)
+    assert generated.document_count == len(lines) == 50
+    assert generated.uncompressed_bytes == sum(len(line) for line in lines)
+    assert json.loads((first / corpus.CORPUS_DEFINITION).read_text()) == {
+        "name": track,
+        "documents": [{"source-file": corpus.DOCUMENTS, "document-count": 50,
+                       "uncompressed-bytes": generated.uncompressed_bytes}],
+    }
+
+
+def test_another_seed_gives_another_corpus_and_test_mode_gets_the_first_1000(tmp_path):
+    texts = []
+    for seed in (1, 2):
+        folder = tmp_path / str(seed)
+        folder.mkdir()
+        (folder / corpus.GENERATOR).write_bytes((TRACKS_DIR / "smoke" / corpus.GENERATOR).read_bytes())
+        corpus.generate(folder, "smoke", {"doc_count": 1200, "seed": seed})
+        texts.append((folder / corpus.DOCUMENTS).read_bytes())
+        first_1k = (folder / corpus.TEST_MODE_DOCUMENTS).read_bytes()
+        assert first_1k.count(b"\n") == 1000 and texts[-1].startswith(first_1k)
+    assert texts[0] != texts[1]
+
+
+def test_a_corpus_needs_at_least_one_document(tmp_path):
+    with pytest.raises(ValueError):
+        corpus.corpus_options(corpus.load_generator(TRACKS_DIR / "smoke"), {"doc_count": 0})
+
+
+def test_range_queries_decades_cover_exactly_the_years_of_a_period():
+    generator = corpus.load_generator(TRACKS_DIR / "range-queries")
+    assert generator.decades(1949, 1961) == ["1940", "1950", "1960"]
+    assert generator.decades(1950, 1950) == ["1950"]

@@ -1,0 +1,160 @@
+"""Comparing Experiments: directions, differences, row layout and the text formats, on result
+files made from the real race.json fixtures (tests/support/result_files.py)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+
+from esbench import api, compare
+from esbench.compare import Direction, Section, Verdict, difference
+from tests.support.result_files import experiment_from_race, race_fixtures
+
+
+@pytest.fixture(scope="module")
+def documents() -> list[dict]:
+    found = [experiment_from_race(p) for p in race_fixtures()]
+    assert len(found) >= 2, "tests/fixtures/race/ needs at least two race.json files with results"
+    return found
+
+
+@pytest.fixture
+def entries(documents) -> list[compare.Entry]:
+    return compare.unique_labels([compare.entry_from_document(d, f"fixture {i}") for i, d in enumerate(documents)])
+
+
+def test_higher_throughput_is_better_and_higher_latency_is_worse():
+    assert difference(100.0, 125.0, Direction.HIGHER_IS_BETTER) == compare.Difference(25.0, 25.0, Verdict.BETTER)
+    assert difference(100.0, 125.0, Direction.LOWER_IS_BETTER).verdict == Verdict.WORSE
+    assert difference(100.0, 80.0, Direction.LOWER_IS_BETTER) == compare.Difference(-20.0, -20.0, Verdict.BETTER)
+
+
+def test_equal_values_are_the_same_and_a_zero_baseline_has_no_percentage():
+    assert difference(3.0, 3.0, Direction.HIGHER_IS_BETTER).verdict == Verdict.SAME
+    zero = difference(0.0, 2.0, Direction.LOWER_IS_BETTER)
+    assert zero.percent is None and zero.absolute == 2.0 and zero.verdict == Verdict.WORSE
+    assert difference(None, 2.0, Direction.LOWER_IS_BETTER) is None
+    assert difference(2.0, None, Direction.LOWER_IS_BETTER) is None
+
+
+def test_every_task_and_cluster_figure_of_every_experiment_is_a_row_with_rallys_exact_values(entries):
+    comparison = compare.compare(entries)
+    rows = {(r.section, r.subject, r.metric.key): r for r in comparison.rows}
+    for position, entry in enumerate(entries):
+        for task in entry.results.tasks:
+            row = rows[(Section.TASK, task.task, "throughput.median")]
+            assert row.values[position] == task.throughput.median
+            assert row.unit == task.throughput.unit
+            if task.latency and task.latency.p100 is not None:
+                assert rows[(Section.TASK, task.task, "latency.p100")].values[position] == task.latency.p100
+        assert rows[(Section.CLUSTER, "cluster", "store_size")].values[position] == entry.results.cluster.store_size_bytes
+        assert rows[(Section.CLUSTER, "cluster", "segment_count")].values[position] == entry.results.cluster.segment_count
+
+
+def test_every_difference_is_contender_minus_baseline_marked_by_the_metrics_direction(entries):
+    comparison = compare.compare(entries)
+    checked = 0
+    for row in comparison.rows:
+        for value, d in zip(row.values[1:], row.differences):
+            if row.values[0] is None or value is None:
+                assert d is None
+                continue
+            checked += 1
+            assert d.absolute == value - row.values[0]
+            if d.absolute == 0:
+                assert d.verdict == Verdict.SAME
+            else:
+                higher = d.absolute > 0
+                expected = Verdict.BETTER if higher == (row.metric.direction == Direction.HIGHER_IS_BETTER) else Verdict.WORSE
+                assert d.verdict == expected
+    assert checked > 10
+    directions = {r.metric.key: r.metric.direction for r in comparison.rows}
+    assert directions["throughput.median"] == Direction.HIGHER_IS_BETTER
+    for key in ("latency.p50", "service_time.p100", "error_rate", "store_size", "segment_count", "merge_time"):
+        if key in directions:
+            assert directions[key] == Direction.LOWER_IS_BETTER
+
+
+def test_rows_are_grouped_tasks_first_in_the_baselines_task_order(entries):
+    comparison = compare.compare(entries)
+    sections = [r.section for r in comparison.rows]
+    assert sections == sorted(sections, key=list(Section).index)
+    baseline_tasks = [t.task for t in entries[0].results.tasks]
+    seen = list(dict.fromkeys(r.subject for r in comparison.rows if r.section == Section.TASK))
+    assert seen[: len(baseline_tasks)] == baseline_tasks
+
+
+def test_a_task_only_one_experiment_ran_has_values_but_no_difference(entries):
+    baseline, contender = entries[0], entries[1]
+    dropped = baseline.results.tasks[0].task
+    contender.results = contender.results.model_copy(
+        update={"tasks": [t for t in contender.results.tasks if t.task != dropped]})
+    row = next(r for r in compare.compare([baseline, contender]).rows
+               if r.subject == dropped and r.metric.key == "throughput.median")
+    assert row.values == [baseline.results.tasks[0].throughput.median, None]
+    assert row.differences == [None]
+
+
+def test_node_cpu_rows_are_absent_when_no_node_was_sampled(entries):
+    assert not [r for r in compare.compare(entries).rows if r.section == Section.NODES]  # race.json has no CPU
+
+
+def test_different_workloads_and_unfinished_experiments_are_warned_about(documents):
+    first, second = json.loads(json.dumps(documents[0])), json.loads(json.dumps(documents[1]))
+    second["status"]["results"]["track"] = "another-track"
+    second["status"]["phase"], second["status"]["reason"] = "Failed", "RaceErrors"
+    comparison = compare.compare([compare.entry_from_document(first), compare.entry_from_document(second)])
+    assert any("different workloads" in w for w in comparison.warnings)
+    assert any("did not succeed (Failed, RaceErrors)" in w for w in comparison.warnings)
+
+
+def test_an_experiment_without_results_is_not_comparable(documents):
+    pending = {**documents[0], "status": {"phase": "Benchmarking"}}
+    with pytest.raises(compare.NotComparable, match="no results yet \\(phase Benchmarking\\)"):
+        compare.entry_from_document(pending)
+
+
+def test_the_same_name_twice_gets_distinct_labels(documents):
+    entries = compare.unique_labels([compare.entry_from_document(documents[0]) for _ in range(3)])
+    name = documents[0]["metadata"]["name"]
+    assert [e.label for e in entries] == [f"{name}#1", f"{name}#2", f"{name}#3"]
+
+
+def test_csv_has_one_line_per_row_and_experiment_with_raw_values(entries):
+    comparison = compare.compare(entries)
+    lines = list(csv.DictReader(io.StringIO(compare.to_csv(comparison))))
+    assert len(lines) == len(comparison.rows) * len(entries)
+    first = lines[0]
+    assert first["experiment"] == comparison.baseline and first["verdict"] == ""
+    assert float(first["value"]) == comparison.rows[0].values[0]
+    contender = lines[1]
+    assert contender["verdict"] in ("better", "worse", "same", "")
+
+
+def test_json_and_markdown_carry_every_row(entries):
+    comparison = compare.compare(entries)
+    data = json.loads(compare.to_json(comparison))
+    assert data["baseline"] == entries[0].label and data["contenders"] == [e.label for e in entries[1:]]
+    assert len(data["rows"]) == len(comparison.rows)
+    assert set(data["rows"][0]["values"]) == {e.label for e in entries}
+    markdown = compare.to_markdown(comparison)
+    assert len([line for line in markdown.splitlines() if line.startswith("| ")]) == len(comparison.rows) + 1
+
+
+def test_values_are_formatted_for_people():
+    assert compare.format_value(141_437.0, "bytes") == "138.1 KiB"
+    assert compare.format_value(512.0, "bytes") == "512 B"
+    assert compare.format_value(0.25, "fraction") == "25.00%"
+    assert compare.format_value(2641.5, "docs/s") == "2,642 docs/s"
+    assert compare.format_value(None, "ms") == "–"
+    d = difference(200.0, 150.0, Direction.LOWER_IS_BETTER)
+    assert compare.format_difference(d, "ms") == "-50.00 ms (-25.0%) better"
+
+
+def test_results_of_the_api_model_round_trip_through_a_document(documents):
+    entry = compare.entry_from_document(documents[0])
+    assert entry.results == api.Results.model_validate(documents[0]["status"]["results"])
+    assert entry.spec is not None and entry.phase == "Succeeded"

@@ -1,0 +1,40 @@
+"""Every example Experiment is a valid spec that the runner can turn into a race."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from esbench import api, rally
+
+EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.yaml"))
+
+
+def test_there_is_an_example_per_question():
+    names = {p.name for p in EXAMPLES}
+    assert {"quickstart.yaml", "indexing-knobs.yaml", "source-filtering.yaml", "range-queries.yaml",
+            "codec-search.yaml", "codec-search-default.yaml", "geonames-rally-tracks.yaml"} <= names
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_an_example_is_one_valid_experiment(path):
+    (document,) = [d for d in yaml.safe_load_all(path.read_text()) if d]
+    assert document["apiVersion"] == api.API_VERSION and document["kind"] == api.KIND
+    assert document["metadata"]["name"]
+    spec = api.ExperimentSpec.model_validate(document["spec"])
+    assert rally.spec_problems(spec) == []
+    params = rally.track_params(spec, rally.data_node_count(spec.elasticsearch))
+    command = rally.race_command(spec, esrally="esrally", race_id="r", target_hosts="es:9200",
+                                 params_file="p.json", client_options_file="c.json", track_path="/t")
+    assert command[1] == "race"
+    if spec.index.replicas is not None and spec.index.replicas >= rally.data_node_count(spec.elasticsearch):
+        assert params["cluster_health"] == "yellow"
+
+
+def test_the_codec_pair_differs_only_in_codec_and_name():
+    def load(name):
+        return yaml.safe_load((EXAMPLES[0].parent / name).read_text())
+
+    best, default = load("codec-search.yaml"), load("codec-search-default.yaml")
+    assert (best["spec"]["index"].pop("codec"), default["spec"]["index"].pop("codec")) == ("best_compression", "default")
+    assert best["spec"] == default["spec"]
