@@ -42,8 +42,11 @@ demo: deps
 	bash scripts/node/demo.sh $(PYTHON)
 
 # The same Experiment without Kubernetes (esbench run).
-demo-local: deps
-	$(VENV)/bin/esbench run examples/quickstart.yaml
+demo-local:
+	bash scripts/system-packages.sh
+	bash scripts/python-env.sh $(VENV)
+	bash scripts/rally-env.sh
+	ESBENCH_ESRALLY=$(CURDIR)/.venv-rally/bin/esrally $(VENV)/bin/esbench run examples/quickstart.yaml
 
 node-up: deps
 	bash scripts/node/up.sh

@@ -88,7 +88,7 @@ def operator(namespaces: tuple[str, ...], liveness: str, verbose: bool) -> None:
     kopf.run(standalone=True, clusterwide=not namespaces, namespaces=list(namespaces), liveness_endpoint=liveness)
 
 
-for _command in (commands.run_command, commands.compare_command, commands.report_command):
+for _command in (commands.run_command, commands.show_command, commands.compare_command, commands.report_command):
     main.add_command(_command)
 
 

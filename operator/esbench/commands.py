@@ -335,6 +335,23 @@ def compare_command(inputs: tuple[str, ...], namespace: str | None, context: str
         sys.stdout.write(text)
 
 
+# --- esbench show --------------------------------------------------------------------------
+
+
+@click.command("show")
+@_inputs
+@_namespace
+@_context
+def show_command(inputs: tuple[str, ...], namespace: str | None, context: str | None) -> None:
+    """Print the results of each EXPERIMENT (a result file or an Experiment's name) as tables."""
+    console = _console()
+    for entry in _load(inputs, namespace, context):
+        version = f", Elasticsearch {entry.cluster_version}" if entry.cluster_version else ""
+        console.print(f"[bold]{escape(entry.label)}[/] ({entry.phase or 'unknown phase'}{version})", highlight=False)
+        for table in results_tables(entry.results):
+            console.print(table)
+
+
 # --- esbench report ------------------------------------------------------------------------
 
 

@@ -26,12 +26,21 @@ kubectl label --overwrite namespace esbench-system pod-security.kubernetes.io/en
 "$(bash "$repo_root/scripts/helm.sh")" upgrade --install esbench "$repo_root/charts/esbench" \
   --namespace esbench-system --set image.repository=docker.io/local/esbench --set image.tag=0.1.0 \
   --set image.pullPolicy=Never --wait --timeout 180s >/dev/null
+kubectl delete esx quickstart --ignore-not-found --wait >/dev/null  # a fresh run each time
 kubectl apply -f "$repo_root/examples/quickstart.yaml"
-echo "waiting for the quickstart Experiment (a few minutes) ..." >&2
-until phase=$(kubectl get esx quickstart -o 'jsonpath={.status.phase}') && [[ $phase == Succeeded || $phase == Failed ]]; do
-  sleep 5
+# Progress: each phase as it is reached, with the time since the Experiment was applied.
+started=$SECONDS shown=
+while :; do
+  phase=$(kubectl get esx quickstart -o 'jsonpath={.status.phase}')
+  if [ "$phase" != "$shown" ]; then
+    printf '%4ds  %-13s %s\n' $((SECONDS - started)) "${phase:-Pending}" \
+      "$(kubectl get esx quickstart -o 'jsonpath={.status.message}' | head -c 120)"
+    shown=$phase
+  fi
+  [[ $phase == Succeeded || $phase == Failed ]] && break
+  sleep 2
 done
 kubectl get esx quickstart
-kubectl get esx quickstart -o 'jsonpath={.status.headline}{"\n"}'
+"$(dirname "$python")/esbench" show quickstart --namespace default
 echo "export KUBECONFIG=$KUBECONFIG   # explore; scripts/node/down.sh removes everything" >&2
 [ "$phase" = Succeeded ]

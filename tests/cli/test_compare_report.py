@@ -141,3 +141,13 @@ def test_html_report_is_self_contained_and_shows_every_configuration(esbench, re
 def test_report_needs_somewhere_to_write(esbench, result_files):
     run = esbench("report", str(result_files[0]))
     assert run.exit_code == 2 and "--html" in run.stderr
+
+
+def test_show_prints_each_experiments_tasks_and_cluster_figures(esbench, result_files):
+    run = esbench("show", str(result_files[0]))
+    assert run.exit_code == 0, run.stderr
+    document = json.loads(result_files[0].read_text())
+    assert document["metadata"]["name"] in run.stdout
+    for task in document["status"]["results"]["tasks"]:
+        assert task["task"] in run.stdout
+    assert "Tasks" in run.stdout and "Cluster and nodes" in run.stdout
