@@ -192,14 +192,15 @@ def start(
     localhost) and a superuser with a random password (on the returned LocalCluster).
     extra_settings are passed as -E settings after ours (so they win; the user's config).
     home: an already unpacked distribution (e.g. a full one) to run instead of the
-    integ-test-zip; it is only read, never written.
+    integ-test-zip; it is copied first (its launcher writes logs/gc.log into its home).
     """
     # Not under pytest's tmp_path: those folders are 0700 root and the ES user could not enter.
     base = Path(base_dir) if base_dir else Path(tempfile.mkdtemp(prefix=f"esbench-es-{version}-"))
     base.mkdir(parents=True, exist_ok=True)
     if home is None:
         home = _unpack(distribution_zip(version, cache), base / "dist")
-    home = Path(home)
+    else:  # a copy: Elasticsearch's launcher runs in its home and writes logs/gc.log there
+        home = Path(shutil.copytree(Path(home).resolve(), base / "dist" / Path(home).name, symlinks=True))
     config, data, logs = base / "config", base / "data", base / "logs"
     shutil.copytree(home / "config", config)  # ES writes its keystore into the config folder
     data.mkdir()

@@ -142,18 +142,24 @@ def stop_leftover_actors(rally_home: Path, grace: float = 30.0) -> None:
     deadline = time.monotonic() + grace
     while rally_processes(rally_home) and time.monotonic() < deadline:
         time.sleep(0.5)
-    for pid in rally_processes(rally_home):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    for _ in range(5):  # a dying actor may still fork: repeat until none is left
+        leftovers = rally_processes(rally_home)
+        if not leftovers:
+            return
+        for pid in leftovers:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.5)
 
 
 def run_esrally(
-    command: list[str], env: dict[str, str], timeout: float, out: IO[str], redact: Redactor
+    command: list[str], env: dict[str, str], timeout: float, out: IO[str], redact: Redactor, rally_home: Path
 ) -> tuple[int | None, str]:
     """Run esrally, streaming its output (redacted) to out; return (exit status or None on
-    timeout, the output's tail for failure classification)."""
+    timeout, the output's tail for failure classification). No Rally process of this race
+    is left running afterwards."""
     tail: collections.deque[str] = collections.deque(maxlen=400)
     process = subprocess.Popen(
         command,
@@ -163,32 +169,35 @@ def run_esrally(
         stdin=subprocess.DEVNULL,
         text=True,
         errors="replace",
-        start_new_session=True,  # its own process group: a timeout stops Rally's actors too
+        start_new_session=True,  # its own process group, to stop it on timeout
     )
-    timed_out = threading.Event()
 
-    def stop_on_timeout() -> None:
-        timed_out.set()
-        try:
-            os.killpg(process.pid, signal.SIGTERM)
-            time.sleep(10)
-            os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-    timer = threading.Timer(timeout, stop_on_timeout)
-    timer.daemon = True
-    timer.start()
-    try:
+    def stream() -> None:
         assert process.stdout is not None
         for line in process.stdout:
             line = redact(line.rstrip("\n"))
             tail.append(line)
             print(line, file=out, flush=True)
-        status = process.wait()
-    finally:
-        timer.cancel()
-    return (None if timed_out.is_set() else status), "\n".join(tail)
+
+    # Read in a thread: Rally's daemonized actor system inherits the pipe, so end of output
+    # only comes once every actor has gone, which must not be waited for without a bound.
+    reader = threading.Thread(target=stream, name="esrally-output", daemon=True)
+    reader.start()
+    status: int | None
+    try:
+        status = process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        status = None
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    # After a timeout the actors would carry on: end them at once; else give them time to exit.
+    stop_leftover_actors(rally_home, grace=30.0 if status is not None else 0.0)
+    reader.join(timeout=10)
+    return status, "\n".join(tail)
 
 
 def race(settings: RaceSettings, out: IO[str] = sys.stdout) -> RaceReport:
@@ -286,13 +295,10 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
             sampler = nodestats.Sampler(lambda: target.get(nodestats.STATS_PATH, timeout=5), settings.sample_interval)
             started = time.monotonic()
             sampler.start()
-            status = None
             try:
-                status, output = run_esrally(command, env, remaining(), out, redact)
+                status, output = run_esrally(command, env, remaining(), out, redact, rally_home)
             finally:
                 samples = sampler.stop()
-                # After a timeout Rally's actors would carry on: end them now.
-                stop_leftover_actors(rally_home, grace=30.0 if status is not None else 0.0)
             # Another race may start between our check and Rally's own: nothing ran yet, retry.
             if status == 0 or OTHER_RALLY_RUNNING not in output:
                 break
