@@ -34,6 +34,7 @@ from tests.support.controlplane import ControlPlane, eck_crd_path  # noqa: E402
 from tests.support.operator_process import OperatorProcess  # noqa: E402
 from tests.support.standin_eck import StandinEck  # noqa: E402
 from tests.support.standin_kubelet import StandinKubelet  # noqa: E402
+from tests.support.waiting import wait_for  # noqa: E402
 
 LATENCY_EXPERIMENTS = int(os.environ.get("BENCH_LATENCY_EXPERIMENTS", "50"))
 BATCH = 10
@@ -92,12 +93,11 @@ class Observer:
         self._stream(self.batch.list_namespaced_job, self.namespace, on_event=on_event)
 
     def wait(self, what: str, names: list[str], timeout: float = 120) -> None:
-        deadline = time.monotonic() + timeout
-        while not all((what, name) in self.seen for name in names):
-            if time.monotonic() > deadline:
-                missing = [n for n in names if (what, n) not in self.seen]
-                raise TimeoutError(f"{len(missing)} never reached {what}: {missing[:5]}")
-            time.sleep(0.05)
+        def missing() -> list[str]:
+            return [n for n in names if (what, n) not in self.seen]
+
+        wait_for(lambda: not missing(), timeout, what=f"{len(names)} to reach {what}", interval=0.05,
+                 diagnose=lambda: f"{len(missing())} never reached {what}: {missing()[:5]}")
 
 
 def experiment(name: str) -> dict:

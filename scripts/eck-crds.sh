@@ -2,21 +2,14 @@
 # Fetches the real ECK Elasticsearch CRD from the ECK Go module (the Go module proxy is
 # reachable where GitHub and container registries are not) into the esbench cache.
 # Idempotent: returns at once when the CRD is already cached.
-set -euo pipefail
+source "$(dirname "$0")/lib.sh"
 
 ECK_VERSION=v3.5.0
 CRD=elasticsearch.k8s.elastic.co_elasticsearches.yaml
-cache=${ESBENCH_CACHE:-$HOME/.cache/esbench}
 dest="$cache/eck/$ECK_VERSION/$CRD"
 
-if [ -s "$dest" ]; then
-  echo "ECK $ECK_VERSION Elasticsearch CRD: $dest"
-  exit 0
-fi
-
-# Non-login shells (CI) may lack the Go install dir on PATH.
-export PATH="$PATH:/usr/local/go/bin"
-command -v go >/dev/null || { echo "eck-crds.sh: 'go' not found on PATH" >&2; exit 1; }
+exit_if_cached "ECK $ECK_VERSION Elasticsearch CRD: $dest" test -s "$dest"
+need_go
 command -v python3 >/dev/null || { echo "eck-crds.sh: 'python3' not found on PATH" >&2; exit 1; }
 
 # Run outside any module so the download never touches a go.mod; the checksum database is

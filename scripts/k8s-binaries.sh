@@ -5,27 +5,20 @@
 # there is no container registry or release download on the test machines.
 # Idempotent: returns at once when the binaries for this version are already cached.
 # Cold: about 6 minutes on 2 cores and ~3.5 GB of Go caches.
-set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh"
 
 K8S_VERSION=v1.32.4
-cache=${ESBENCH_CACHE:-$HOME/.cache/esbench}
 out="$cache/k8s/$K8S_VERSION/bin"
 binaries=(kube-apiserver kube-controller-manager kubectl kube-scheduler kubelet kube-proxy)
-here=$(cd "$(dirname "$0")" && pwd)
 
 have_all() {
   local b
   for b in "${binaries[@]}"; do [ -x "$out/$b" ] || return 1; done
 }
 
-if have_all; then
-  echo "Kubernetes $K8S_VERSION binaries: $out"
-  exit 0
-fi
-
-# Non-login shells (CI) may lack the Go install dir on PATH.
-export PATH="$PATH:/usr/local/go/bin"
-command -v go >/dev/null || { echo "k8s-binaries.sh: 'go' not found on PATH (need Go >= 1.23)" >&2; exit 1; }
+exit_if_cached "Kubernetes $K8S_VERSION binaries: $out" have_all
+need_go 1.23
 
 # Build in a scratch copy so `-mod=mod` never rewrites the committed go.mod/go.sum.
 work="$cache/k8s/$K8S_VERSION/build"

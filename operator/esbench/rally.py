@@ -21,24 +21,6 @@ DEFAULT_TRACKS_URL = "https://github.com/elastic/rally-tracks"
 CLIENT_TIMEOUT_SECONDS = 60
 
 
-def spec_problems(spec: api.ExperimentSpec) -> list[str]:
-    """What makes a workload impossible to run, in words a user can act on (empty when fine)."""
-    workload = spec.workload
-    problems = []
-    if workload.source == api.TrackSource.BUNDLED:
-        if workload.track not in api.BUNDLED_TRACKS:
-            problems.append(
-                f"unknown bundled track {workload.track!r}; bundled tracks are {', '.join(api.BUNDLED_TRACKS)}"
-            )
-        if workload.repository is not None:
-            problems.append("workload.repository is only meaningful with source Git or RallyTracks")
-    if workload.source == api.TrackSource.GIT and workload.repository is None:
-        problems.append("source Git needs workload.repository.url")
-    if workload.include_tasks and workload.exclude_tasks:
-        problems.append("set includeTasks or excludeTasks, not both (Rally accepts only one)")
-    return problems
-
-
 def _setting_key(key: str) -> str:
     # Elasticsearch accepts "refresh_interval" and "index.refresh_interval" alike; one spelling
     # keeps a key from appearing twice with different values.

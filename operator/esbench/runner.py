@@ -1,6 +1,6 @@
 """One race, run inside the Rally Job pod (or locally): the I/O edge around rally.py and results.py.
 
-Steps: check the spec, wait for the target, derive track params, prepare the track (bundled
+Steps: check the spec against the CRD, wait for the target, derive track params, prepare the track (bundled
 tracks are copied to the work dir and their corpus generated), run esrally while sampling
 `_nodes/stats`, read race.json, classify the outcome and print the report lines that the
 operator reads back from the pod log.
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from esbench import api, corpus, nodestats, rally, results
+from esbench import api, corpus, nodestats, rally, results, validation
 from esbench.report import Failure, FailureKind, RaceReport, encode_report
 from esbench.target import Target, Unreachable
 
@@ -200,6 +200,20 @@ def run_esrally(
     return status, "\n".join(tail)
 
 
+def spec_rejection(spec: api.ExperimentSpec) -> str | None:
+    """What the CRD's schema and CEL rules (esbench.validation) refuse in spec, or None.
+
+    A spec from the operator or `esbench run` was admitted already (defaulting it again changes
+    nothing); one handed to `esbench race` directly meets here the rules `kubectl apply` applies.
+    """
+    experiment = {"apiVersion": api.API_VERSION, "kind": api.KIND, "metadata": {"name": "race"}, "spec": spec.to_wire()}
+    try:
+        validation.admit(experiment)
+    except validation.Rejected as rejected:
+        return "; ".join(rejected.errors)
+    return None
+
+
 def race(settings: RaceSettings, out: IO[str] = sys.stdout) -> RaceReport:
     """Run the race; whatever happens, return a report (the operator waits for one)."""
     try:
@@ -220,9 +234,9 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
         return max(1.0, deadline - time.monotonic())
 
     redact = Redactor(settings.password)
-    problems = rally.spec_problems(spec)
-    if problems:
-        return failed(FailureKind.INVALID_SPEC, "; ".join(problems))
+    rejection = spec_rejection(spec)
+    if rejection:
+        return failed(FailureKind.INVALID_SPEC, rejection)
 
     target = Target(settings.target_url, settings.username, settings.password, settings.ca_file)
     try:
@@ -254,7 +268,7 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
             flush=True,
         )
     elif spec.workload.source == api.TrackSource.GIT:
-        assert spec.workload.repository is not None  # spec_problems checked it
+        assert spec.workload.repository is not None  # spec_rejection checked it
         (rally_home / ".rally").mkdir(exist_ok=True)
         (rally_home / ".rally" / "rally.ini").write_text(rally.rally_ini(spec.workload.repository.url))
 

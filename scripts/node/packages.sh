@@ -4,15 +4,11 @@
 # (bridge, host-local, portmap, firewall), iptables + conntrack (kube-proxy's iptables mode),
 # etcd (the API server's store) and mmdebstrap (image root filesystems, scripts/images/).
 # Idempotent: returns at once when everything is installed.
-set -euo pipefail
+source "$(dirname "$0")/../lib.sh"
 packages=(containerd runc containernetworking-plugins iptables conntrack ethtool socat
           mmdebstrap etcd-server util-linux mount)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
+mapfile -t missing < <(missing_packages "${packages[@]}")
 [ ${#missing[@]} -eq 0 ] && exit 0
-apt-get update -qq
 # Never let a package's maintainer script start the system containerd: up.sh runs its own
 # instance with its own config, sockets and state directories.
 policy=/usr/sbin/policy-rc.d
@@ -21,4 +17,4 @@ if [ ! -e "$policy" ]; then
   printf '#!/bin/sh\nexit 101\n' > "$policy"; chmod +x "$policy"; created_policy=1
 fi
 trap '[ $created_policy = 1 ] && rm -f "$policy"' EXIT
-DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+apt_install "${missing[@]}"

@@ -14,6 +14,7 @@ import yaml
 
 from esbench import api, validation
 from tests.integration.test_admission import INVALID, VALID, with_spec
+from tests.support.expected import EXPECTED_DEFAULTS, defaulted_fields
 
 
 @pytest.mark.parametrize("case, body, expected", INVALID, ids=[case for case, _, _ in INVALID])
@@ -48,12 +49,7 @@ def test_unknown_fields_inside_free_form_track_params_are_accepted():
 def test_defaults_are_the_ones_the_api_server_applies():
     # The same expectations as test_admission.test_defaults_are_applied_by_the_api_server.
     spec = validation.admit(copy.deepcopy(VALID))["spec"]
-    assert spec["workload"]["source"] == "Bundled"
-    assert spec["workload"]["onError"] == "abort"
-    assert spec["elasticsearch"]["tls"] is True
-    assert spec["elasticsearch"]["storage"] == {"type": "PersistentVolumeClaim", "size": "10Gi"}
-    assert spec["rally"]["cleanup"] == "Delete"
-    assert spec["rally"]["clusterReadyTimeoutSeconds"] == 1800
+    assert defaulted_fields(spec) == EXPECTED_DEFAULTS
     api.ExperimentSpec.model_validate(spec)
 
 

@@ -10,18 +10,20 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 import yaml
 from kubernetes import client
 
 from tests.e2e.harness import ES_VERSION, ROOT, Cluster
+from tests.support.waiting import wait_for
 
 GROUP, VERSION, PLURAL = "esbench.io", "v1alpha1", "experiments"
 ECK = ("elasticsearch.k8s.elastic.co", "v1", "elasticsearches")
 QUICKSTART = ROOT / "examples" / "quickstart.yaml"
 RACE_TIMEOUT = 900  # cluster start + a smoke race on 2 shared cores takes 2-3 minutes
+POLL_SECONDS = 2  # each poll lists several kinds on a busy 2-core node: poll gently
 
 
 def quickstart(**rally: Any) -> dict[str, Any]:
@@ -33,18 +35,6 @@ def quickstart(**rally: Any) -> dict[str, Any]:
     if rally:
         body["spec"].setdefault("rally", {}).update(rally)
     return body
-
-
-def wait_for(what: str, predicate: Callable[[], Any], timeout: float, diagnose: Callable[[], str] = lambda: "",
-             interval: float = 2) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = predicate()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}\n{diagnose()}", pytrace=False)
-        time.sleep(interval)
 
 
 class Experiments:
@@ -72,8 +62,8 @@ class Experiments:
         return ((self.get(name) or {}).get("status") or {}).get("phase")
 
     def wait_finished(self, name: str) -> dict[str, Any]:
-        wait_for(f"Experiment {name} to finish", lambda: self.phase(name) in ("Succeeded", "Failed"),
-                 RACE_TIMEOUT, self.diagnose)
+        wait_for(lambda: self.phase(name) in ("Succeeded", "Failed"), RACE_TIMEOUT, what=f"Experiment {name} to finish",
+                 interval=POLL_SECONDS, diagnose=self.diagnose)
         experiment = self.get(name)
         assert experiment["status"]["phase"] == "Succeeded", (
             f"{experiment['status'].get('reason')}: {experiment['status'].get('message')}\n{self.diagnose()}")
@@ -171,26 +161,27 @@ def test_quickstart_succeeds_with_sane_results_and_cleans_up_its_cluster(experim
     # Every pod the Experiment needed (Elasticsearch and Rally) was admitted under "restricted".
     experiments.assert_no_pod_was_refused()
     # cleanup: Delete (the default): the cluster goes once the race is over; the Job stays as a record.
-    wait_for("the cluster to be deleted after the race", lambda: not experiments.elasticsearches(), 120,
-             experiments.diagnose)
-    wait_for("the Elasticsearch pods to go", lambda: not [p for p in experiments.pods() if "-es-" in p.metadata.name],
-             120, experiments.diagnose)
+    wait_for(lambda: not experiments.elasticsearches(), 120, what="the cluster to be deleted after the race",
+             interval=POLL_SECONDS, diagnose=experiments.diagnose)
+    wait_for(lambda: not [p for p in experiments.pods() if "-es-" in p.metadata.name], 120,
+             what="the Elasticsearch pods to go", interval=POLL_SECONDS, diagnose=experiments.diagnose)
     assert [job.status.succeeded for job in experiments.jobs()] == [1]
 
 
 def test_operator_pod_killed_mid_race_experiment_still_finishes_once_and_deleting_it_removes_everything(experiments):
     experiments.create(quickstart(cleanup="Keep"))
-    wait_for("the race to start", lambda: experiments.phase("quickstart") == "Benchmarking" and experiments.jobs(),
-             RACE_TIMEOUT, experiments.diagnose)
+    wait_for(lambda: experiments.phase("quickstart") == "Benchmarking" and experiments.jobs(), RACE_TIMEOUT,
+             what="the race to start", interval=POLL_SECONDS, diagnose=experiments.diagnose)
     job_uid = experiments.jobs()[0].metadata.uid
     cluster_uid = experiments.elasticsearches()[0]["metadata"]["uid"]
 
     (operator_pod,) = experiments.operator_pods()
     experiments.core.delete_namespaced_pod(operator_pod.metadata.name, operator_pod.metadata.namespace,
                                            grace_period_seconds=0)
-    wait_for("a new operator pod to be ready", lambda: any(
+    wait_for(lambda: any(
         p.metadata.uid != operator_pod.metadata.uid and p.status.container_statuses
-        and p.status.container_statuses[0].ready for p in experiments.operator_pods()), 180, experiments.diagnose)
+        and p.status.container_statuses[0].ready for p in experiments.operator_pods()), 180,
+        what="a new operator pod to be ready", interval=POLL_SECONDS, diagnose=experiments.diagnose)
 
     experiment = experiments.wait_finished("quickstart")
     # Still the one cluster and the one Job: the restarted operator adopted them, made no second.
@@ -208,6 +199,7 @@ def test_operator_pod_killed_mid_race_experiment_still_finishes_once_and_deletin
     assert experiments.apps.list_namespaced_stateful_set(experiments.namespace).items
     experiments.custom.delete_namespaced_custom_object(GROUP, VERSION, experiments.namespace, PLURAL, "quickstart",
                                                        propagation_policy="Foreground")
-    wait_for("the Experiment, its cluster, Job and pods to go", lambda: not (
+    wait_for(lambda: not (
         experiments.get("quickstart") or experiments.elasticsearches() or experiments.jobs() or experiments.pods()
-        or experiments.apps.list_namespaced_stateful_set(experiments.namespace).items), 180, experiments.diagnose)
+        or experiments.apps.list_namespaced_stateful_set(experiments.namespace).items), 180,
+        what="the Experiment, its cluster, Job and pods to go", interval=POLL_SECONDS, diagnose=experiments.diagnose)

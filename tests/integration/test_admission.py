@@ -13,6 +13,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from esbench import api
+from tests.support.expected import EXPECTED_DEFAULTS, defaulted_fields
 
 VALID = {
     "apiVersion": api.API_VERSION,
@@ -141,12 +142,7 @@ def test_spec_is_immutable(custom, namespace):
 def test_defaults_are_applied_by_the_api_server(custom, namespace):
     created = create(custom, namespace, VALID)
     spec = created["spec"]
-    assert spec["workload"]["source"] == "Bundled"
-    assert spec["workload"]["onError"] == "abort"
-    assert spec["elasticsearch"]["tls"] is True
-    assert spec["elasticsearch"]["storage"] == {"type": "PersistentVolumeClaim", "size": "10Gi"}
-    assert spec["rally"]["cleanup"] == "Delete"
-    assert spec["rally"]["clusterReadyTimeoutSeconds"] == 1800
+    assert defaulted_fields(spec) == EXPECTED_DEFAULTS
     # What the API server stores parses into the same typed model the operator uses.
     api.ExperimentSpec.model_validate(spec)
 

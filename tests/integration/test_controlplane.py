@@ -4,24 +4,12 @@ kubelet doing only the kubelet's part."""
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-TIMEOUT = 30.0
-
-
-def wait_for(predicate, what: str, timeout: float = TIMEOUT):
-    deadline = time.monotonic() + timeout
-    while True:
-        result = predicate()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(0.2)
+from tests.support.waiting import wait_for
 
 
 def job_manifest(name: str, backoff_limit: int = 0) -> dict:
@@ -59,7 +47,7 @@ def test_job_controller_creates_a_pod(api, namespace):
 
     pods = wait_for(
         lambda: core.list_namespaced_pod(namespace, label_selector="batch.kubernetes.io/job-name=make-pod").items,
-        "the Job controller to create a Pod",
+        what="the Job controller to create a Pod",
     )
     assert pods[0].metadata.owner_references[0].kind == "Job"
     assert not pods[0].spec.node_name  # no scheduler: nothing binds it on its own
@@ -71,7 +59,7 @@ def test_successful_pod_completes_the_job_and_its_log_is_readable(api, namespace
 
     pod = standin_kubelet.finish_job_pod(namespace, "succeeds", log="race done\nall good\n", exit_code=0)
 
-    wait_for(lambda: job_condition(batch, namespace, "succeeds", "Complete"), "Job Complete")
+    wait_for(lambda: job_condition(batch, namespace, "succeeds", "Complete"), what="Job Complete")
     # Through the real kube-apiserver, which proxies to the stand-in's /containerLogs.
     assert core.read_namespaced_pod_log(pod, namespace) == "race done\nall good\n"
     assert core.read_namespaced_pod_log(pod, namespace, tail_lines=1) == "all good\n"
@@ -86,7 +74,7 @@ def test_failing_pod_fails_the_job(api, namespace, standin_kubelet):
 
     standin_kubelet.finish_job_pod(namespace, "fails", log="boom\n", exit_code=1)
 
-    wait_for(lambda: job_condition(batch, namespace, "fails", "Failed"), "Job Failed")
+    wait_for(lambda: job_condition(batch, namespace, "fails", "Failed"), what="Job Failed")
     assert not job_condition(batch, namespace, "fails", "Complete")
 
 
@@ -96,7 +84,7 @@ def test_running_pod_counts_as_active_and_ready(api, namespace, standin_kubelet)
 
     pod = standin_kubelet.run_job_pod(namespace, "runs", log="warming up\n")
 
-    wait_for(lambda: (batch.read_namespaced_job("runs", namespace).status.ready or 0) == 1, "Job to count a ready Pod")
+    wait_for(lambda: (batch.read_namespaced_job("runs", namespace).status.ready or 0) == 1, what="Job to count a ready Pod")
     assert batch.read_namespaced_job("runs", namespace).status.active == 1
     assert core.read_namespaced_pod_log(pod, namespace) == "warming up\n"
 
@@ -116,7 +104,7 @@ def test_deleting_a_job_removes_its_running_pod(api, namespace, standin_kubelet)
         except ApiException as error:
             return error.status == 404
 
-    wait_for(pod_gone, "the Job's Pod to be deleted")
+    wait_for(pod_gone, what="the Job's Pod to be deleted")
 
 
 def test_garbage_collector_deletes_dependents(api, namespace):
@@ -138,7 +126,7 @@ def test_garbage_collector_deletes_dependents(api, namespace):
         except ApiException as error:
             return error.status == 404
 
-    wait_for(dependent_gone, "the garbage collector to delete the dependent ConfigMap")
+    wait_for(dependent_gone, what="the garbage collector to delete the dependent ConfigMap")
 
 
 def test_eck_elasticsearch_crd_is_served(api, namespace):

@@ -22,19 +22,9 @@ from esbench.report import Failure, FailureKind, RaceReport, encode_report
 from esbench.results import summarize
 from tests.support.operator_process import OperatorProcess
 from tests.support.standin_eck import StandinEck
+from tests.support.waiting import wait_for
 
 RACE_FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "race"
-
-
-def wait_for(predicate, timeout: float = 30, what: str = "condition", interval: float = 0.2):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
 
 
 @pytest.fixture

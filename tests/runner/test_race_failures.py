@@ -52,7 +52,7 @@ def test_an_unreachable_target_is_reported_without_starting_rally(race):
 
 def test_an_unknown_bundled_track_is_an_invalid_spec(race):
     run = race(spec("no-such-track"), "http://127.0.0.1:1")
-    assert_failed(run, FailureKind.INVALID_SPEC, "no-such-track", "smoke")
+    assert_failed(run, FailureKind.INVALID_SPEC, "workload.track must name a bundled track", "smoke")
 
 
 def test_a_malformed_spec_is_an_invalid_spec(race):

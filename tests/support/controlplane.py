@@ -20,7 +20,6 @@ import socket
 import ssl
 import subprocess
 import tempfile
-import time
 import urllib.error
 import urllib.request
 import uuid
@@ -32,6 +31,7 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
 from .pki import CertificateAuthority, KeyPair, service_account_signing_key
+from .waiting import wait_for
 
 K8S_VERSION = "v1.32.4"
 ECK_VERSION = "v3.5.0"
@@ -74,17 +74,6 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def _wait_until(predicate, timeout: float, what: str, interval: float = 0.1):
-    deadline = time.monotonic() + timeout
-    while True:
-        result = predicate()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(interval)
 
 
 class _Process:
@@ -346,10 +335,9 @@ class ControlPlane:
                 return False
 
         try:
-            _wait_until(ready, self.startup_timeout, f"{name} at {url}")
-        except TimeoutError as error:
-            process = next(p for p in self._processes if p.name == name)
-            raise ControlPlaneError(f"{error}\n{name} log tail:\n{process.log_tail()}") from None
+            wait_for(ready, self.startup_timeout, f"{name} at {url}", interval=0.1)
+        except AssertionError as error:
+            raise ControlPlaneError(f"{error}\n{name} log tail:\n{self.log_tail(name)}") from None
 
     # -- helpers for tests -------------------------------------------------------------
 
@@ -391,7 +379,7 @@ class ControlPlane:
             for crd in crds:
                 name = crd["metadata"]["name"]
                 # Each read returns the whole CRD (1.5 MB for ECK): poll gently.
-                _wait_until(lambda: established(name), timeout, f"CRD {name} to be Established", interval=0.25)
+                wait_for(lambda: established(name), timeout, f"CRD {name} to be Established", interval=0.25)
         return [crd["metadata"]["name"] for crd in crds]
 
     @staticmethod
@@ -440,4 +428,4 @@ class ControlPlane:
                         raise
                     return False
 
-            _wait_until(exists, timeout or self.startup_timeout, f"ServiceAccount {namespace}/default")
+            wait_for(exists, timeout or self.startup_timeout, f"ServiceAccount {namespace}/default", interval=0.1)

@@ -7,11 +7,11 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
 from tests.support.controlplane import free_port
+from tests.support.waiting import wait_for
 
 
 class OperatorProcess:
@@ -32,16 +32,18 @@ class OperatorProcess:
             [*prefix, sys.executable, "-m", "esbench.cli", "operator",
              f"--liveness=http://127.0.0.1:{self.liveness_port}/healthz"],
             env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+
+        def live() -> bool:
             if self.process.poll() is not None:
                 raise RuntimeError(f"operator exited with {self.process.returncode}:\n{self.log_tail()}")
             try:
                 urllib.request.urlopen(f"http://127.0.0.1:{self.liveness_port}/healthz", timeout=1)
-                return self
+                return True
             except OSError:
-                time.sleep(0.2)
-        raise RuntimeError(f"operator not live after {timeout}s:\n{self.log_tail()}")
+                return False
+
+        wait_for(live, timeout, what="the operator to be live", diagnose=self.log_tail)
+        return self
 
     def kill(self) -> None:
         """SIGKILL: no graceful shutdown, as when a node dies or the OOM killer strikes."""

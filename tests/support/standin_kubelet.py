@@ -35,7 +35,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
-from .controlplane import K8S_VERSION, ControlPlane, _wait_until
+from .controlplane import K8S_VERSION, ControlPlane
+from .waiting import wait_for
 
 logger = logging.getLogger(__name__)
 
@@ -305,7 +306,7 @@ class StandinKubelet:
                     return None
                 raise
 
-        uid = _wait_until(job_uid, timeout, f"Job {namespace}/{job_name}")
+        uid = wait_for(job_uid, timeout, f"Job {namespace}/{job_name}", interval=0.1)
 
         def live_pod() -> dict | None:
             pods = _json(self.core.list_namespaced_pod(
@@ -318,7 +319,7 @@ class StandinKubelet:
             ]
             return min(live, key=lambda p: p["metadata"]["creationTimestamp"]) if live else None
 
-        pod = _wait_until(live_pod, timeout, f"a Pod of Job {namespace}/{job_name}")
+        pod = wait_for(live_pod, timeout, f"a Pod of Job {namespace}/{job_name}", interval=0.1)
         node = pod["spec"].get("nodeName")
         if node and node != self.node_name:
             raise RuntimeError(f"Pod {namespace}/{pod['metadata']['name']} is bound to another node: {node}")

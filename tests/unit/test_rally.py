@@ -94,24 +94,6 @@ def test_data_nodes_from_the_spec_count_only_data_node_sets():
     assert rally.data_node_count(api.Elasticsearch(version="8.15.3")) == 1
 
 
-# --- spec checks -------------------------------------------------------------------------
-
-
-def test_a_valid_spec_has_no_problems():
-    assert rally.spec_problems(make_spec()) == []
-
-
-@pytest.mark.parametrize("workload, fragment", [
-    ({"track": "geonames"}, "unknown bundled track 'geonames'"),
-    ({"source": "Git", "track": "x"}, "needs workload.repository.url"),
-    ({"repository": {"url": "https://example.com/t.git"}}, "only meaningful"),
-    ({"includeTasks": ["a"], "excludeTasks": ["b"]}, "not both"),
-])
-def test_impossible_workloads_are_explained(workload, fragment):
-    problems = rally.spec_problems(make_spec(**workload))
-    assert any(fragment in p for p in problems), problems
-
-
 # --- client options and target ----------------------------------------------------------
 
 

@@ -1,7 +1,13 @@
 """The runner's own small rules (its races run in tests/runner)."""
 
-from esbench import runner
+import pytest
+
+from esbench import api, runner
 from esbench.report import FailureKind, RaceReport
+
+
+def make_spec(**workload) -> api.ExperimentSpec:
+    return api.ExperimentSpec.model_validate({"elasticsearch": {"version": "8.15.3"}, "workload": {"track": "smoke", **workload}})
 
 
 def test_every_failure_kind_has_its_own_non_zero_exit_status():
@@ -32,3 +38,19 @@ def test_a_runner_bug_still_ends_in_a_report(tmp_path):
     assert report.failure.kind == FailureKind.RACE_FAILED
     assert report.failure.message.startswith("esbench runner error: AttributeError")
     assert "Traceback" in "".join(lines)
+
+
+def test_a_valid_spec_is_not_rejected():
+    assert runner.spec_rejection(make_spec()) is None
+
+
+@pytest.mark.parametrize("workload, fragment", [
+    ({"track": "geonames"}, "workload.track must name a bundled track (smoke, indexing"),
+    ({"source": "Git", "track": "x"}, "workload.repository is required when workload.source is Git"),
+    ({"repository": {"url": "https://example.com/t.git"}}, "workload.repository is required when workload.source is Git, and only then"),
+    ({"includeTasks": ["a"], "excludeTasks": ["b"]}, "set either workload.includeTasks or workload.excludeTasks, not both"),
+])
+def test_a_spec_handed_to_the_runner_meets_the_crds_rules(workload, fragment):
+    # The typed model lets these through; the CRD (as the API server applies it) does not.
+    rejection = runner.spec_rejection(make_spec(**workload))
+    assert fragment in rejection, rejection
