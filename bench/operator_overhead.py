@@ -11,7 +11,6 @@ the integration tests; the API server, controller-manager and operator process a
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 import sys
@@ -31,6 +30,7 @@ from esbench import api  # noqa: E402
 from esbench.report import RaceReport, encode_report  # noqa: E402
 from esbench.results import summarize  # noqa: E402
 from tests.support.controlplane import ControlPlane, eck_crd_path  # noqa: E402
+from tests.support.experiments import successful_race_json  # noqa: E402
 from tests.support.operator_process import OperatorProcess  # noqa: E402
 from tests.support.standin_eck import StandinEck  # noqa: E402
 from tests.support.standin_kubelet import StandinKubelet  # noqa: E402
@@ -118,7 +118,7 @@ def peak_rss_mib(pid: int) -> float:
 
 
 def main() -> int:
-    race_json = json.loads(next(iter(sorted((ROOT / "tests/fixtures/race").glob("*success*.json")))).read_text())
+    race_json = successful_race_json()
     log = "\n".join(encode_report(RaceReport(succeeded=True, results=summarize(race_json), race_json=race_json)))
     crds = [eck_crd_path(), *sorted((ROOT / "crds").glob("*.yaml"))]
     with ControlPlane(crd_paths=crds) as control_plane, StandinKubelet(control_plane) as kubelet:

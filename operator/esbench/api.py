@@ -72,6 +72,34 @@ class Elasticsearch(Model):
     tls: bool = True
 
 
+# --- spec.target: a cluster the Experiment uses but does not own ------------------------
+
+
+class SecretKeyRef(Model):
+    name: str
+    key: str
+
+
+class ElasticsearchRef(Model):
+    """An ECK Elasticsearch in the Experiment's namespace (ECK's Secrets give URL, user and CA)."""
+
+    name: str
+
+
+class ExternalCluster(Model):
+    """Any Elasticsearch reachable from the cluster, with basic-auth credentials from Secrets."""
+
+    url: str
+    username: str | None = None
+    password_secret: SecretKeyRef | None = None  # only by reference: never in the spec itself
+    ca_secret: SecretKeyRef | None = None  # PEM CA for https; else the system's trust store
+
+
+class Target(Model):
+    elasticsearch_ref: ElasticsearchRef | None = None
+    external: ExternalCluster | None = None
+
+
 # --- spec.index -----------------------------------------------------------------------
 
 
@@ -139,10 +167,18 @@ class Rally(Model):
 
 
 class ExperimentSpec(Model):
-    elasticsearch: Elasticsearch
+    # Exactly one of the two (the CRD enforces it): a cluster of its own, or one it only uses.
+    elasticsearch: Elasticsearch | None = None
+    target: Target | None = None
     index: Index = Index()
     workload: Workload
     rally: Rally = Rally()
+
+    @model_validator(mode="after")
+    def _one_cluster(self) -> ExperimentSpec:
+        if (self.elasticsearch is None) == (self.target is None):
+            raise ValueError("set either spec.elasticsearch (a cluster of its own) or spec.target (an existing cluster)")
+        return self
 
     @model_validator(mode="after")
     def _track_params_do_not_repeat_index_settings(self) -> ExperimentSpec:
@@ -253,3 +289,69 @@ class Results(Model):
     tasks: list[TaskResult] = []
     cluster: ClusterResult | None = None
     nodes: list[NodeSample] | None = None
+
+
+# --- ExperimentSweep ------------------------------------------------------------------
+
+SWEEP_KIND = "ExperimentSweep"
+SWEEP_PLURAL = "experimentsweeps"
+
+
+class Axis(Model):
+    """One dimension of the grid: a field of the Experiment spec and the values it takes."""
+
+    field: str  # e.g. index.codec, elasticsearch.version, workload.trackParams.bulk_size
+    values: list[Any] = Field(min_length=1)
+
+
+class RunOrder(str, Enum):
+    # Every cell once per round, rounds one after another: slow drift (warm caches, a
+    # fragmenting disk, a noisy neighbour) spreads over all cells instead of biasing one.
+    INTERLEAVED = "Interleaved"
+    SHUFFLED = "Shuffled"  # as Interleaved, with each round in a seeded random order
+    SEQUENTIAL = "Sequential"  # all repetitions of a cell, then the next: open to drift
+
+
+class SignificanceTest(str, Enum):
+    WELCH_T = "WelchT"  # compares means; the change is reported on means
+    MANN_WHITNEY_U = "MannWhitneyU"  # rank-based, robust to outliers; the change is on medians
+
+
+class Statistics(Model):
+    test: SignificanceTest = SignificanceTest.WELCH_T
+    confidence: float = Field(default=0.95, gt=0.5, lt=1)
+    noise_threshold_percent: float = Field(default=5.0, gt=0)
+
+
+class Gate(Model):
+    """A regression gate: no contender may be significantly worse than the baseline by more than this."""
+
+    task: str  # a Rally task, or "cluster" / "nodes" for the node-level figures
+    metric: str  # as in `esbench compare`: throughput.median, latency.p99, store_size, ...
+    max_regression_percent: float = Field(ge=0)
+    cells: list[str] | None = None  # cell ids (c1, c2, ...); default every contender
+
+
+class SweepSpec(Model):
+    template: dict[str, Any]  # an Experiment spec; each cell overrides the matrix's fields
+    matrix: list[Axis] = []
+    include: list[dict[str, Any]] | None = None  # extra cells, as {field: value}
+    exclude: list[dict[str, Any]] | None = None  # cells to leave out: every given field matches
+    repetitions: int = Field(default=3, ge=1, le=50)
+    baseline: dict[str, Any] | None = None  # {field: value} of the baseline cell; default the first cell
+    parallelism: int = Field(default=1, ge=1, le=50)
+    order: RunOrder = RunOrder.INTERLEAVED
+    seed: int = 0
+    cluster_reuse: bool = True
+    max_retries: int = Field(default=1, ge=0, le=5)
+    statistics: Statistics = Statistics()
+    gates: list[Gate] | None = None
+
+
+class SweepPhase(str, Enum):
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"  # every run succeeded (gates are a separate condition)
+    FAILED = "Failed"  # invalid, or some runs failed after their retries (partial results stay)
+
+
+SWEEP_TERMINAL_PHASES = (SweepPhase.SUCCEEDED, SweepPhase.FAILED)

@@ -7,16 +7,27 @@ is unit-tested without a cluster.
 from __future__ import annotations
 
 import base64
+import copy
 import gzip
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar, Self
 
-from esbench import names
-from esbench.api import API_VERSION, KIND, ExperimentSpec, StorageType
+from pydantic import BaseModel
+
+from esbench import eck, names
+from esbench.api import (
+    API_VERSION, KIND, SWEEP_KIND, Elasticsearch, ExperimentSpec, SecretKeyRef, StorageType, SweepSpec,
+)
 
 ECK_API_VERSION = "elasticsearch.k8s.elastic.co/v1"
 EXPERIMENT_LABEL = "esbench.io/experiment"
+SWEEP_LABEL = "esbench.io/sweep"
+CELL_LABEL = "esbench.io/cell"
+REPETITION_LABEL = "esbench.io/repetition"
+ATTEMPT_LABEL = "esbench.io/attempt"
+# Each owner kind labels its children with its own name, so handlers can route their events.
+_OWNER_LABELS = {KIND: EXPERIMENT_LABEL, SWEEP_KIND: SWEEP_LABEL}
 RALLY_CONTAINER = "rally"
 CA_MOUNT = "/etc/esbench/ca"
 WORK_DIR = "/work"
@@ -25,22 +36,38 @@ CONFIGMAP_TEXT_LIMIT = 900_000
 
 
 @dataclass(frozen=True)
-class Experiment:
-    """The identity and spec of one Experiment: all a builder needs."""
+class Owner:
+    """The identity and spec of an esbench resource that owns children: all a builder needs."""
 
     name: str
     namespace: str
     uid: str
-    spec: ExperimentSpec
+    kind: ClassVar[str]
+    spec_model: ClassVar[type[BaseModel]]
 
     @classmethod
-    def from_body(cls, body: dict[str, Any]) -> Experiment:
+    def from_body(cls, body: dict[str, Any]) -> Self:
         meta = body["metadata"]
-        return cls(meta["name"], meta["namespace"], meta["uid"], ExperimentSpec.model_validate(body["spec"]))
+        return cls(meta["name"], meta["namespace"], meta["uid"], cls.spec_model.model_validate(body["spec"]))
+
+
+@dataclass(frozen=True)
+class Experiment(Owner):
+    spec: ExperimentSpec
+    kind = KIND
+    spec_model = ExperimentSpec
 
     @property
-    def cluster(self) -> str:
-        return names.cluster_name(self.name)
+    def owns_cluster(self) -> bool:
+        return self.spec.elasticsearch is not None
+
+    @property
+    def cluster(self) -> str | None:
+        """The ECK Elasticsearch it runs against (its own or a referenced one); None for an external URL."""
+        if self.spec.elasticsearch is not None:
+            return names.cluster_name(self.name)
+        reference = self.spec.target.elasticsearch_ref
+        return reference.name if reference else None
 
     @property
     def race_id(self) -> str:
@@ -48,48 +75,56 @@ class Experiment:
         return self.uid
 
 
-def labels(experiment: Experiment, component: str) -> dict[str, str]:
+@dataclass(frozen=True)
+class Sweep(Owner):
+    spec: SweepSpec
+    kind = SWEEP_KIND
+    spec_model = SweepSpec
+
+
+
+
+def labels(owner: Owner, component: str) -> dict[str, str]:
     return {
         "app.kubernetes.io/name": "esbench",
-        "app.kubernetes.io/instance": experiment.name,
+        "app.kubernetes.io/instance": owner.name,
         "app.kubernetes.io/component": component,
         "app.kubernetes.io/part-of": "esbench",
         "app.kubernetes.io/managed-by": "esbench-operator",
-        EXPERIMENT_LABEL: experiment.name,
+        _OWNER_LABELS[owner.kind]: owner.name,
     }
 
 
-def owner_references(experiment: Experiment) -> list[dict[str, Any]]:
+def owner_references(owner: Owner) -> list[dict[str, Any]]:
     return [
         {
             "apiVersion": API_VERSION,
-            "kind": KIND,
-            "name": experiment.name,
-            "uid": experiment.uid,
+            "kind": owner.kind,
+            "name": owner.name,
+            "uid": owner.uid,
             "controller": True,
             "blockOwnerDeletion": True,
         }
     ]
 
 
-def _metadata(experiment: Experiment, name: str, component: str) -> dict[str, Any]:
+def _metadata(owner: Owner, name: str, component: str) -> dict[str, Any]:
     return {
         "name": name,
-        "namespace": experiment.namespace,
-        "labels": labels(experiment, component),
-        "ownerReferences": owner_references(experiment),
+        "namespace": owner.namespace,
+        "labels": labels(owner, component),
+        "ownerReferences": owner_references(owner),
     }
 
 
-def total_node_count(spec: ExperimentSpec) -> int:
-    if spec.elasticsearch.node_sets:
-        return sum(node_set.count for node_set in spec.elasticsearch.node_sets)
-    return spec.elasticsearch.node_count or 1
-
-
 def elasticsearch_manifest(experiment: Experiment) -> dict[str, Any]:
-    """The ECK Elasticsearch resource for the Experiment's cluster."""
-    es = experiment.spec.elasticsearch
+    """The ECK Elasticsearch resource for the Experiment's own cluster."""
+    assert experiment.spec.elasticsearch is not None, "only an Experiment with spec.elasticsearch owns a cluster"
+    return cluster_manifest(experiment, experiment.cluster, experiment.spec.elasticsearch)
+
+
+def cluster_manifest(owner: Owner, name: str, es: Elasticsearch) -> dict[str, Any]:
+    """An ECK Elasticsearch resource as spec.elasticsearch describes it, owned by owner."""
     node_sets = es.node_sets or []
     if not node_sets:
         node_sets_spec = [("default", es.node_count or 1, None)]
@@ -99,10 +134,10 @@ def elasticsearch_manifest(experiment: Experiment) -> dict[str, Any]:
     manifest: dict[str, Any] = {
         "apiVersion": ECK_API_VERSION,
         "kind": "Elasticsearch",
-        "metadata": _metadata(experiment, experiment.cluster, "elasticsearch"),
+        "metadata": _metadata(owner, name, "elasticsearch"),
         "spec": {
             "version": es.version,
-            "nodeSets": [_node_set(experiment, *ns) for ns in node_sets_spec],
+            "nodeSets": [_node_set(owner, es, *ns) for ns in node_sets_spec],
         },
     }
     if es.image:
@@ -112,8 +147,7 @@ def elasticsearch_manifest(experiment: Experiment) -> dict[str, Any]:
     return manifest
 
 
-def _node_set(experiment: Experiment, name: str, count: int, roles: list[str] | None) -> dict[str, Any]:
-    es = experiment.spec.elasticsearch
+def _node_set(owner: Owner, es: Elasticsearch, name: str, count: int, roles: list[str] | None) -> dict[str, Any]:
     # mmap needs vm.max_map_count >= 262144 on the host, which a restricted pod cannot set;
     # nodes prepared for it can opt back in with config node.store.allow_mmap: true.
     config: dict[str, Any] = {"node.store.allow_mmap": False}
@@ -132,7 +166,7 @@ def _node_set(experiment: Experiment, name: str, count: int, roles: list[str] | 
         "name": name,
         "count": count,
         "config": config,
-        "podTemplate": {"metadata": {"labels": labels(experiment, "elasticsearch")}, "spec": pod_spec},
+        "podTemplate": {"metadata": {"labels": labels(owner, "elasticsearch")}, "spec": pod_spec},
     }
     if es.storage.type == StorageType.EMPTY_DIR:
         # ECK replaces its default PVC with a volume of this name.
@@ -148,50 +182,70 @@ def _node_set(experiment: Experiment, name: str, count: int, roles: list[str] | 
     return node_set
 
 
-def target_url(experiment: Experiment) -> str:
-    scheme = "https" if experiment.spec.elasticsearch.tls else "http"
+@dataclass(frozen=True)
+class Connection:
+    """How the Rally pod reaches the cluster under test; secrets only by reference."""
+
+    url: str
+    username: str | None = None
+    password: SecretKeyRef | None = None
+    ca: SecretKeyRef | None = None
+
+
+def eck_connection(cluster: str, namespace: str, elasticsearch: dict[str, Any]) -> Connection:
+    """An ECK cluster through ECK's own Service and Secrets, with TLS as its spec says."""
+    tls = eck.serves_tls(elasticsearch)
     # ECK's certificate names NAME-es-http.NAMESPACE.svc, not the cluster.local form.
-    return f"{scheme}://{names.es_http_service(experiment.cluster)}.{experiment.namespace}.svc:9200"
+    url = f"{'https' if tls else 'http'}://{names.es_http_service(cluster)}.{namespace}.svc:9200"
+    return Connection(
+        url=url,
+        username="elastic",
+        password=SecretKeyRef(name=names.es_elastic_user_secret(cluster), key="elastic"),
+        ca=SecretKeyRef(name=names.es_http_public_certs_secret(cluster), key="ca.crt") if tls else None,
+    )
 
 
-def rally_job_manifest(experiment: Experiment, image: str, image_pull_policy: str) -> dict[str, Any]:
-    """The Job that runs `esbench race` (Rally) against the Experiment's cluster.
+def connection(experiment: Experiment, elasticsearch: dict[str, Any] | None) -> Connection:
+    """The Experiment's cluster: an external URL as given, else the ECK cluster (its resource)."""
+    external = experiment.spec.target.external if experiment.spec.target else None
+    if external:
+        return Connection(external.url, external.username, external.password_secret, external.ca_secret)
+    assert elasticsearch is not None and experiment.cluster is not None
+    return eck_connection(experiment.cluster, experiment.namespace, elasticsearch)
 
-    Credentials come from ECK's Secrets by reference only; the pod gets no API token.
+
+def rally_job_manifest(experiment: Experiment, connection: Connection, image: str, image_pull_policy: str,
+                       deadline_grace_seconds: int = 120) -> dict[str, Any]:
+    """The Job that runs `esbench race` (Rally) against the cluster under test.
+
+    Credentials come from Secrets by reference only; the pod gets no API token.
     """
     spec = experiment.spec
     rally = spec.rally
-    tls = spec.elasticsearch.tls
     args = [
         "race",
-        f"--target-url={target_url(experiment)}",
+        f"--target-url={connection.url}",
         f"--race-id={experiment.race_id}",
         f"--work-dir={WORK_DIR}",
     ]
-    if tls:
+    if connection.ca:
         args.append(f"--ca-file={CA_MOUNT}/ca.crt")
-    env = [
+    env: list[dict[str, Any]] = [
         {"name": "ESBENCH_SPEC", "value": json.dumps(spec.to_wire(), sort_keys=True)},
         {"name": "HOME", "value": WORK_DIR},
-        {"name": "ES_USERNAME", "value": "elastic"},
-        {
-            "name": "ES_PASSWORD",
-            "valueFrom": {
-                "secretKeyRef": {"name": names.es_elastic_user_secret(experiment.cluster), "key": "elastic"}
-            },
-        },
     ]
+    if connection.username:
+        env.append({"name": "ES_USERNAME", "value": connection.username})
+    if connection.password:
+        env.append({"name": "ES_PASSWORD", "valueFrom": {"secretKeyRef": connection.password.to_wire()}})
     mounts = [{"name": "work", "mountPath": WORK_DIR}, {"name": "tmp", "mountPath": "/tmp"}]
     volumes: list[dict[str, Any]] = [{"name": "work", "emptyDir": {}}, {"name": "tmp", "emptyDir": {}}]
-    if tls:
+    if connection.ca:
         mounts.append({"name": "es-ca", "mountPath": CA_MOUNT, "readOnly": True})
         volumes.append(
             {
                 "name": "es-ca",
-                "secret": {
-                    "secretName": names.es_http_public_certs_secret(experiment.cluster),
-                    "items": [{"key": "ca.crt", "path": "ca.crt"}],
-                },
+                "secret": {"secretName": connection.ca.name, "items": [{"key": connection.ca.key, "path": "ca.crt"}]},
             }
         )
     container: dict[str, Any] = {
@@ -220,7 +274,10 @@ def rally_job_manifest(experiment: Experiment, image: str, image_pull_policy: st
         "spec": {
             # A benchmark that failed is a result; a silent retry would hide it.
             "backoffLimit": 0,
-            "activeDeadlineSeconds": rally.race_timeout_seconds,
+            # The runner stops the race itself just before raceTimeoutSeconds (counted from its
+            # own start) and still reports partial results; the grace covers scheduling and the
+            # image pull, so the deadline only strikes a runner that hangs.
+            "activeDeadlineSeconds": rally.race_timeout_seconds + deadline_grace_seconds,
             "template": {
                 "metadata": {"labels": pod_labels},
                 "spec": {
@@ -256,3 +313,20 @@ def race_json_configmap(experiment: Experiment, race_json: dict[str, Any]) -> di
     else:
         manifest["binaryData"] = {"race.json.gz": base64.b64encode(gzip.compress(text.encode())).decode()}
     return manifest
+
+
+def sweep_run_manifest(sweep: Sweep, cell_id: str, cell_label: str, cell_spec: dict[str, Any], repetition: int,
+                       attempt: int, shared_cluster: str | None) -> dict[str, Any]:
+    """One run of a sweep's cell: an Experiment owned by the sweep.
+
+    With a shared cluster the run uses the sweep's cluster (spec.target) instead of creating
+    its own; the spec keeps everything else of the cell, so the run is reproducible alone.
+    """
+    spec = copy.deepcopy(cell_spec)
+    if shared_cluster:
+        spec.pop("elasticsearch", None)
+        spec["target"] = {"elasticsearchRef": {"name": shared_cluster}}
+    metadata = _metadata(sweep, names.sweep_run_name(sweep.name, cell_id, repetition, attempt), "run")
+    metadata["labels"].update({CELL_LABEL: cell_id, REPETITION_LABEL: str(repetition), ATTEMPT_LABEL: str(attempt)})
+    metadata["annotations"] = {CELL_LABEL: cell_label}
+    return {"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata, "spec": spec}

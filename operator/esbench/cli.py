@@ -46,7 +46,7 @@ def race(spec_file: Path | None, target_url: str, ca_file: str | None, race_id: 
     Credentials come from ES_USERNAME / ES_PASSWORD (never from options, so that they stay off
     command lines); esrally from ESBENCH_ESRALLY (default: esrally on PATH).
     Exit status: 0 success, 10 InvalidSpec, 11 TargetUnreachable, 12 TrackError,
-    13 RaceFailed, 14 RaceErrors.
+    13 RaceFailed, 14 RaceErrors, 16 RaceTimeout.
     """
     text = spec_file.read_text() if spec_file else os.environ.get("ESBENCH_SPEC")
     try:
@@ -88,7 +88,8 @@ def operator(namespaces: tuple[str, ...], liveness: str, verbose: bool) -> None:
     kopf.run(standalone=True, clusterwide=not namespaces, namespaces=list(namespaces), liveness_endpoint=liveness)
 
 
-for _command in (commands.run_command, commands.show_command, commands.compare_command, commands.report_command):
+for _command in (commands.run_command, commands.show_command, commands.compare_command, commands.report_command,
+                 commands.sweep_command):
     main.add_command(_command)
 
 

@@ -240,7 +240,7 @@ def run_command(ctx: click.Context, file: str, es_url: str | None, ca_file: str 
 
     The file is checked as the API server checks it (the CRD's schema and CEL rules) before
     anything starts. Exit status: 0 success, 2 usage, 10 InvalidSpec, 11 TargetUnreachable,
-    12 TrackError, 13 RaceFailed, 14 RaceErrors, 15 ClusterNotReady, 130 interrupted.
+    12 TrackError, 13 RaceFailed, 14 RaceErrors, 15 ClusterNotReady, 16 RaceTimeout, 130 interrupted.
     """
     console = _console()
     errors = Console(stderr=True, highlight=False)
@@ -259,14 +259,19 @@ def run_command(ctx: click.Context, file: str, es_url: str | None, ca_file: str 
         message = error.message if isinstance(error, validation.Rejected) else f"{file}: not valid YAML: {error}"
         errors.print(f"[red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
         ctx.exit(local.EXIT_INVALID_SPEC)
+    if spec.target and not es_url:
+        # Its cluster lives in Kubernetes, with credentials in Secrets this machine cannot read.
+        raise click.UsageError("the Experiment's spec.target names an existing cluster: give its URL with --es-url "
+                               "(credentials in ES_USERNAME / ES_PASSWORD)")
     options = local.Options(
         es_url=es_url, ca_file=ca_file, es_home=es_home,
         username=os.environ.get("ES_USERNAME"), password=os.environ.get("ES_PASSWORD"),
         esrally=esrally or local.find_esrally(), work_dir=work_dir, target_timeout=target_timeout,
     )
     name = stored["metadata"]["name"]
-    console.print(f"[bold]esbench run[/] {escape(name)}: Elasticsearch {spec.elasticsearch.version}, "
-                  f"track {escape(spec.workload.track)}", highlight=False)
+    cluster = f"Elasticsearch {spec.elasticsearch.version}" if spec.elasticsearch else local.describe_url(es_url)
+    console.print(f"[bold]esbench run[/] {escape(name)}: {escape(cluster)}, track {escape(spec.workload.track)}",
+                  highlight=False)
     started = time.monotonic()
     try:
         with RichProgress(console, verbose) as progress, _interruptible():
@@ -350,6 +355,80 @@ def show_command(inputs: tuple[str, ...], namespace: str | None, context: str | 
         console.print(f"[bold]{escape(entry.label)}[/] ({entry.phase or 'unknown phase'}{version})", highlight=False)
         for table in results_tables(entry.results):
             console.print(table)
+
+
+# --- esbench sweep -------------------------------------------------------------------------
+
+_VERDICT_STYLES = {"Better": "green", "Worse": "red", "Baseline": "bold"}
+
+
+def sweep_tables(document: dict[str, Any]) -> list[Table]:
+    """A sweep's cells, then its comparison: per task and metric, each cell's median with the
+    confidence interval of the mean, and its change against the baseline with the p-value."""
+    state = document.get("status") or {}
+    cells = Table(title="Cells", title_justify="left")
+    for column in ("cell", "values", "succeeded", "failed", "running", "pending", "cluster"):
+        cells.add_column(column, justify="right" if column in ("succeeded", "failed", "running", "pending") else "left")
+    for cell in state.get("cells", []):
+        name = f"{cell['id']} (baseline)" if cell.get("baseline") else cell["id"]
+        cells.add_row(name, escape(cell["label"]), *[str(cell.get(k, 0)) for k in ("succeeded", "failed", "running",
+                                                                                  "pending")], cell.get("cluster", "–"))
+    ids = [cell["id"] for cell in state.get("cells", [])]
+    comparison = Table(title=escape(f"Comparison against {state.get('baseline', '?')} (median [confidence interval "
+                                    "of the mean]; change, p-value)"), title_justify="left")
+    for column in ("task / scope", "metric", "unit", *ids):
+        comparison.add_column(column, justify="right" if column in ids else "left", overflow="fold")
+    for row in state.get("comparison", []):
+        by_cell = {c["cell"]: c for c in row["cells"]}
+        texts = []
+        for cell_id in ids:
+            found = by_cell.get(cell_id)
+            if found is None:
+                texts.append(Text("–"))
+                continue
+            text = Text(f"{format_value(found['median'], None)} (n={found['n']})")
+            if "ciLow" in found:
+                text.append(f"\n[{format_value(found['ciLow'], None)}, {format_value(found['ciHigh'], None)}]", style="dim")
+            if found.get("changePercent") is not None:
+                p_value = f", p={found['pValue']:.3g}" if "pValue" in found else ""
+                text.append(f"\n{found['changePercent']:+.1f}%{p_value}", style=_VERDICT_STYLES.get(found["verdict"], "dim"))
+            if found.get("noisy"):
+                text.append(" noisy", style="yellow")
+            texts.append(text)
+        comparison.add_row(row["subject"], row["metric"], row.get("unit") or "", *texts, end_section=True)
+    return [cells, comparison]
+
+
+@click.command("sweep")
+@click.argument("sweep", metavar="SWEEP")
+@_namespace
+@_context
+@click.option("--format", "format_", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def sweep_command(sweep: str, namespace: str | None, context: str | None, format_: str) -> None:
+    """Show an ExperimentSweep: progress, cells, the comparison against the baseline, gates.
+
+    SWEEP is the name of an ExperimentSweep in the current kube context, or a file written by
+    `kubectl get esxs NAME -o yaml`. --format json prints status.comparison as it is.
+    """
+    try:
+        document = sources.sweep(sweep, namespace, context)
+    except sources.SourceError as error:
+        raise click.ClickException(str(error)) from error
+    state = document.get("status") or {}
+    if format_ == "json":
+        sys.stdout.write(json.dumps(state.get("comparison", []), indent=2) + "\n")
+        return
+    console = _console()
+    progress = state.get("progress") or {}
+    console.print(f"[bold]{escape(document['metadata']['name'])}[/]: {state.get('phase', 'not started')} "
+                  f"({escape(state.get('reason', ''))}) {progress.get('summary', '')} runs finished; "
+                  f"{escape(state.get('message', ''))}", highlight=False, soft_wrap=True)
+    for table in sweep_tables(document):
+        console.print(table)
+    for gate in state.get("gates", []):
+        colour = {"Passed": "green", "Failed": "red"}.get(gate["result"], "yellow")
+        console.print(f"gate {escape(gate['task'])} {gate['metric']} (at most {gate['maxRegressionPercent']}% worse): "
+                      f"[{colour}]{gate['result']}[/] {escape(gate['message'])}", highlight=False, soft_wrap=True)
 
 
 # --- esbench report ------------------------------------------------------------------------

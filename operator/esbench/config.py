@@ -12,6 +12,7 @@ class Settings:
     rally_image_pull_policy: str
     resync_seconds: float
     max_workers: int
+    job_deadline_grace_seconds: int
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
@@ -23,4 +24,7 @@ class Settings:
             # (timeouts, TTLs, and anything an outage made the operator miss).
             resync_seconds=float(env.get("ESBENCH_RESYNC_SECONDS", "10")),
             max_workers=int(env.get("ESBENCH_MAX_WORKERS", "16")),
+            # The Rally Job's deadline is raceTimeoutSeconds plus this: time to be scheduled and
+            # to pull the image, since the runner counts raceTimeoutSeconds from its own start.
+            job_deadline_grace_seconds=int(env.get("ESBENCH_JOB_DEADLINE_GRACE_SECONDS", "120")),
         )

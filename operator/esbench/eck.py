@@ -13,7 +13,17 @@ class Readiness:
     version: str | None = None
 
 
-def readiness(elasticsearch: dict[str, Any], expected_nodes: int) -> Readiness:
+def serves_tls(elasticsearch: dict[str, Any]) -> bool:
+    """ECK serves HTTPS unless the spec turns its self-signed certificate off."""
+    http = (elasticsearch.get("spec") or {}).get("http") or {}
+    return not ((http.get("tls") or {}).get("selfSignedCertificate") or {}).get("disabled", False)
+
+
+def expected_nodes(elasticsearch: dict[str, Any]) -> int:
+    return sum(node_set.get("count", 0) for node_set in (elasticsearch.get("spec") or {}).get("nodeSets") or [])
+
+
+def readiness(elasticsearch: dict[str, Any], accept_yellow: bool = False) -> Readiness:
     """Ready only when ECK has caught up with the current spec and every node serves.
 
     A stale status (observedGeneration behind, or the version of a previous spec) can say
@@ -27,13 +37,15 @@ def readiness(elasticsearch: dict[str, Any], expected_nodes: int) -> Readiness:
         waiting.append(f"ECK has not observed generation {generation} yet")
     if status.get("phase") != "Ready":
         waiting.append(f"phase is {status.get('phase') or 'unset'}, not Ready")
-    if status.get("health") != "green":
-        waiting.append(f"health is {status.get('health') or 'unknown'}, not green")
+    healthy = ("green", "yellow") if accept_yellow else ("green",)
+    if status.get("health") not in healthy:
+        waiting.append(f"health is {status.get('health') or 'unknown'}, not {' or '.join(healthy)}")
     available = status.get("availableNodes", 0)
-    if available != expected_nodes:
-        waiting.append(f"{available}/{expected_nodes} nodes available")
+    expected = expected_nodes(elasticsearch)
+    if available != expected:
+        waiting.append(f"{available}/{expected} nodes available")
     if status.get("version") != spec.get("version"):
         waiting.append(f"running version {status.get('version') or 'unknown'}, not {spec.get('version')}")
     if waiting:
         return Readiness(False, "Waiting for the cluster: " + "; ".join(waiting))
-    return Readiness(True, f"Cluster ready: {available} nodes, health green", status.get("version"))
+    return Readiness(True, f"Cluster ready: {available} nodes, health {status.get('health')}", status.get("version"))

@@ -17,15 +17,19 @@ import kopf
 import kubernetes
 
 from esbench import api
-from esbench.builders import EXPERIMENT_LABEL
+from esbench.builders import EXPERIMENT_LABEL, SWEEP_LABEL
 from esbench.config import Settings
 from esbench.kube import ECK_GROUP, ECK_PLURAL, ECK_VERSION, Kube
 from esbench.lifecycle import Reconciler, RetryLater
+from esbench.sweeps import SweepReconciler
 
 SETTINGS = Settings.from_env()
 _reconciler: Reconciler | None = None
-# Experiments that still need periodic attention: unfinished, or waiting for their TTL.
+_sweep_reconciler: SweepReconciler | None = None
+# Experiments that still need periodic attention (unfinished, or waiting for their TTL), and
+# unfinished sweeps.
 _tracked: set[tuple[str, str]] = set()
+_tracked_sweeps: set[tuple[str, str]] = set()
 logger = logging.getLogger(__name__)
 
 
@@ -46,14 +50,16 @@ def _api_client() -> kubernetes.client.ApiClient:
 
 @kopf.on.startup()
 async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
-    global _reconciler
+    global _reconciler, _sweep_reconciler
     # Handler failures become Warning Events on the Experiment; routine progress does not.
     settings.posting.level = logging.WARNING
     settings.execution.max_workers = SETTINGS.max_workers
     settings.watching.server_timeout = 300
     # The kubelet probes liveness every few seconds; those requests are not news.
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
-    _reconciler = Reconciler(Kube(_api_client()), SETTINGS, _emit)
+    kube = Kube(_api_client())
+    _reconciler = Reconciler(kube, SETTINGS, _emit)
+    _sweep_reconciler = SweepReconciler(kube, _emit)
     # Created here so that it inherits kopf's context (needed to post Events).
     asyncio.get_running_loop().create_task(_resync_forever())
 
@@ -66,13 +72,19 @@ def _reconcile(namespace: str, name: str) -> None:
         logger.info("%s/%s: %s", namespace, name, error)
 
 
+def _reconcile_sweep(namespace: str, name: str) -> None:
+    assert _sweep_reconciler is not None, "startup handler has not run"
+    _sweep_reconciler.reconcile(namespace, name)
+
+
 async def _resync_forever() -> None:
     while True:
         await asyncio.sleep(SETTINGS.resync_seconds)
-        for namespace, name in sorted(_tracked):
+        work = [(_reconcile, key) for key in sorted(_tracked)] + [(_reconcile_sweep, key) for key in sorted(_tracked_sweeps)]
+        for reconcile, (namespace, name) in work:
             try:
-                await asyncio.to_thread(_reconcile, namespace, name)
-            except Exception:  # one Experiment's trouble must not stop the others' resync
+                await asyncio.to_thread(reconcile, namespace, name)
+            except Exception:  # one object's trouble must not stop the others' resync
                 logger.exception("resync of %s/%s failed", namespace, name)
 
 
@@ -102,3 +114,21 @@ def cluster_changed(namespace: str, labels: dict[str, str], **_: Any) -> None:
 @kopf.on.event("batch", "v1", "jobs", labels={EXPERIMENT_LABEL: kopf.PRESENT})
 def job_changed(namespace: str, labels: dict[str, str], **_: Any) -> None:
     _reconcile(namespace, labels[EXPERIMENT_LABEL])
+
+
+@kopf.on.event(api.GROUP, api.VERSION, api.SWEEP_PLURAL)
+def sweep_event(type: str | None, body: kopf.Body, namespace: str, name: str, **_: Any) -> None:
+    key = (namespace, name)
+    if type == "DELETED" or body.get("status", {}).get("phase") in [p.value for p in api.SWEEP_TERMINAL_PHASES]:
+        _tracked_sweeps.discard(key)
+        return
+    _tracked_sweeps.add(key)
+    if type in (None, "ADDED"):
+        _reconcile_sweep(namespace, name)
+
+
+@kopf.on.event(api.GROUP, api.VERSION, api.PLURAL, labels={SWEEP_LABEL: kopf.PRESENT})
+def sweep_run_changed(type: str | None, namespace: str, labels: dict[str, str], **_: Any) -> None:
+    # A run's progress is the sweep's: the next run starts as soon as one finishes.
+    if type != "DELETED":
+        _reconcile_sweep(namespace, labels[SWEEP_LABEL])

@@ -63,8 +63,11 @@ def configuration(entry: Entry) -> dict[str, str]:
         other = _json(index.settings)
         track_params = _json(spec.workload.track_params)
         es = spec.elasticsearch
-        nodes = sum(n.count for n in es.node_sets) if es.node_sets else es.node_count or 1
-        topology = f"{nodes} / {es.heap or 'auto'}"
+        if es is None:  # an existing cluster (spec.target): its topology is not in the spec
+            topology = "existing cluster"
+        else:
+            nodes = sum(n.count for n in es.node_sets) if es.node_sets else es.node_count or 1
+            topology = f"{nodes} / {es.heap or 'auto'}"
         track = spec.workload.track
         challenge = spec.workload.challenge or entry.results.challenge or "default"
     else:
@@ -78,7 +81,7 @@ def configuration(entry: Entry) -> dict[str, str]:
         topology = "–"
         track = entry.results.track or "–"
         challenge = entry.results.challenge or "default"
-    version = entry.cluster_version or entry.results.distribution_version or (spec.elasticsearch.version if spec else "–")
+    version = entry.cluster_version or entry.results.distribution_version or (spec.elasticsearch.version if spec and spec.elasticsearch else "–")
     distribution = entry.annotations.get("esbench.io/elasticsearch")
     result = entry.phase or "race.json"
     if entry.reason and entry.phase != "Succeeded":

@@ -43,6 +43,26 @@ class Kube:
             )
         )
 
+    def create_experiment(self, manifest: dict[str, Any]) -> None:
+        _exists_ok(lambda: self.custom.create_namespaced_custom_object(
+            api.GROUP, api.VERSION, manifest["metadata"]["namespace"], api.PLURAL, manifest))
+
+    def list_experiments(self, namespace: str, label_selector: str) -> list[dict[str, Any]]:
+        return self.custom.list_namespaced_custom_object(
+            api.GROUP, api.VERSION, namespace, api.PLURAL, label_selector=label_selector)["items"]
+
+    # --- ExperimentSweeps ---
+
+    def get_sweep(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return _absent_as_none(
+            lambda: self.custom.get_namespaced_custom_object(api.GROUP, api.VERSION, namespace, api.SWEEP_PLURAL, name)
+        )
+
+    def patch_sweep_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
+        self.custom.patch_namespaced_custom_object_status(
+            api.GROUP, api.VERSION, namespace, api.SWEEP_PLURAL, name, {"status": status}
+        )
+
     # --- ECK Elasticsearch ---
 
     def create_elasticsearch(self, manifest: dict[str, Any]) -> None:

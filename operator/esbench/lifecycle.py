@@ -28,6 +28,12 @@ from esbench.status import BENCHMARK_COMPLETE, CLUSTER_READY
 EventSink = Callable[[dict[str, Any], str, str, str], None]
 
 
+ECK_NOT_INSTALLED = (
+    "The Elasticsearch kind (elasticsearch.k8s.elastic.co/v1) is not served by this API server: "
+    "install ECK (its CRDs and operator) first"
+)
+
+
 class RetryLater(Exception):
     """The step cannot finish now (e.g. a log not readable yet); the next resync tries again."""
 
@@ -83,19 +89,25 @@ class Reconciler:
     def _provision(self, body: dict[str, Any], experiment: builders.Experiment) -> dict[str, Any]:
         current = body.get("status") or {}
         started = current.get("startTime") or _timestamp(_now())
+        if not experiment.owns_cluster:
+            message = (f"Using Elasticsearch cluster {experiment.cluster}, which this Experiment does not own"
+                       if experiment.cluster else f"Using the external cluster at {experiment.spec.target.external.url}")
+            fields = {"startTime": started, "raceId": experiment.race_id}
+            if experiment.cluster:
+                fields["clusterName"] = experiment.cluster
+            self.emit(body, "Normal", "Provisioning", message)
+            return self._update(body, Phase.PROVISIONING, "WaitingForCluster", message, fields,
+                                (CLUSTER_READY, False, "WaitingForCluster", message),
+                                (BENCHMARK_COMPLETE, False, "WaitingForCluster", "The race starts once the cluster is ready"))
         try:
             self.kube.create_elasticsearch(builders.elasticsearch_manifest(experiment))
         except KindNotServed:
-            message = (
-                "The Elasticsearch kind (elasticsearch.k8s.elastic.co/v1) is not served by this API server: "
-                "install ECK (its CRDs and operator) first"
-            )
             if self._past(started, experiment.spec.rally.cluster_ready_timeout_seconds):
-                return self._finish(body, experiment, False, "EckNotInstalled", message)
+                return self._finish(body, experiment, False, "EckNotInstalled", ECK_NOT_INSTALLED)
             if current.get("phase") != Phase.PENDING:
-                self.emit(body, "Warning", "EckNotInstalled", message)
-            return self._update(body, Phase.PENDING, "EckNotInstalled", message, {"startTime": started},
-                                (CLUSTER_READY, False, "EckNotInstalled", message))
+                self.emit(body, "Warning", "EckNotInstalled", ECK_NOT_INSTALLED)
+            return self._update(body, Phase.PENDING, "EckNotInstalled", ECK_NOT_INSTALLED, {"startTime": started},
+                                (CLUSTER_READY, False, "EckNotInstalled", ECK_NOT_INSTALLED))
         es = self.kube.get_elasticsearch(experiment.namespace, experiment.cluster)
         if es is not None and not _owned(es, experiment):
             return self._finish(body, experiment, False, "ClusterNameConflict", _conflict("Elasticsearch", es))
@@ -109,13 +121,19 @@ class Reconciler:
         )
 
     def _await_cluster(self, body: dict[str, Any], experiment: builders.Experiment) -> dict[str, Any]:
-        es = self.kube.get_elasticsearch(experiment.namespace, experiment.cluster)
-        if es is None:  # deleted under us: ask for it again under the same name
-            self.kube.create_elasticsearch(builders.elasticsearch_manifest(experiment))
-            return body
-        if not _owned(es, experiment):
-            return self._finish(body, experiment, False, "ClusterNameConflict", _conflict("Elasticsearch", es))
-        readiness = eck.readiness(es, builders.total_node_count(experiment.spec))
+        es = None
+        if experiment.cluster is None:
+            # An external cluster: the runner waits for it to answer (within raceTimeoutSeconds).
+            readiness = eck.Readiness(True, f"External cluster {experiment.spec.target.external.url}")
+        else:
+            es = self._cluster_under_test(body, experiment)
+            if es is None:
+                return body
+            if experiment.owns_cluster and not _owned(es, experiment):
+                return self._finish(body, experiment, False, "ClusterNameConflict", _conflict("Elasticsearch", es))
+            # A cluster used before (e.g. by the previous run of a sweep) may hold an index with
+            # replicas it cannot assign: yellow. The race's own health check decides for its index.
+            readiness = eck.readiness(es, accept_yellow=not experiment.owns_cluster)
         if not readiness.ready:
             started = body["status"]["startTime"]
             if self._past(started, experiment.spec.rally.cluster_ready_timeout_seconds):
@@ -123,17 +141,33 @@ class Reconciler:
                 message = f"Cluster not ready after {timeout}s. {readiness.message}"
                 return self._finish(body, experiment, False, "ClusterNotReady", message)
             return body
-        job = builders.rally_job_manifest(experiment, self.settings.rally_image, self.settings.rally_image_pull_policy)
+        job = builders.rally_job_manifest(experiment, builders.connection(experiment, es),
+                                          self.settings.rally_image, self.settings.rally_image_pull_policy,
+                                          self.settings.job_deadline_grace_seconds)
         self.kube.create_job(job)
         message = f"{readiness.message}; Rally Job {job['metadata']['name']} started"
         self.emit(body, "Normal", "Benchmarking", message)
+        fields = {"clusterReadyTime": _timestamp(_now()), "jobName": job["metadata"]["name"]}
+        if readiness.version:
+            fields["clusterVersion"] = readiness.version
         return self._update(
-            body, Phase.BENCHMARKING, "Benchmarking", message,
-            {"clusterVersion": readiness.version, "clusterReadyTime": _timestamp(_now()),
-             "jobName": job["metadata"]["name"]},
+            body, Phase.BENCHMARKING, "Benchmarking", message, fields,
             (CLUSTER_READY, True, "ClusterReady", readiness.message),
             (BENCHMARK_COMPLETE, False, "Running", f"Rally race {experiment.race_id} is running"),
         )
+
+    def _cluster_under_test(self, body: dict[str, Any], experiment: builders.Experiment) -> dict[str, Any] | None:
+        """The ECK resource, or None while there is none (a missing own cluster is asked for again)."""
+        es = self.kube.get_elasticsearch(experiment.namespace, experiment.cluster)
+        if es is not None:
+            return es
+        if experiment.owns_cluster:  # deleted under us: ask for it again under the same name
+            self.kube.create_elasticsearch(builders.elasticsearch_manifest(experiment))
+        elif self._past(body["status"]["startTime"], experiment.spec.rally.cluster_ready_timeout_seconds):
+            self._finish(body, experiment, False, "ClusterNotFound",
+                         f"Elasticsearch {experiment.cluster} (spec.target.elasticsearchRef) does not exist "
+                         f"in namespace {experiment.namespace}")
+        return None
 
     def _await_race(self, body: dict[str, Any], experiment: builders.Experiment) -> None:
         job_name = names.job_name(experiment.name)
@@ -196,7 +230,8 @@ class Reconciler:
         )
         self.emit(body, "Normal" if succeeded else "Warning", reason, message)
         policy = experiment.spec.rally.cleanup
-        if policy == CleanupPolicy.DELETE or (policy == CleanupPolicy.KEEP_ON_FAILURE and succeeded):
+        delete = policy == CleanupPolicy.DELETE or (policy == CleanupPolicy.KEEP_ON_FAILURE and succeeded)
+        if delete and experiment.owns_cluster:  # a cluster it only uses is never deleted
             es = self.kube.get_elasticsearch(experiment.namespace, experiment.cluster)
             if es is not None and _owned(es, experiment):
                 self.kube.delete_elasticsearch(experiment.namespace, experiment.cluster, es["metadata"]["uid"])

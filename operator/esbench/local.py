@@ -37,7 +37,7 @@ from esbench.target import Target
 
 DEFAULT_HEAP = "1g"
 CLUSTER_NOT_READY = "ClusterNotReady"  # the operator's reason when the cluster never became ready
-# runner.EXIT_CODES covers the race's outcomes (0, 10-14); 15 and 130 are local mode's own.
+# runner.EXIT_CODES covers the race's outcomes (0, 10-14, 16); 15 and 130 are local mode's own.
 EXIT_INVALID_SPEC = runner.EXIT_CODES[FailureKind.INVALID_SPEC]
 EXIT_CLUSTER_NOT_READY = 15
 EXIT_INTERRUPTED = 130
@@ -112,6 +112,8 @@ def local_notes(spec: api.ExperimentSpec, options: Options) -> list[str]:
     """What of the spec does not apply on this machine, said up front."""
     es = spec.elasticsearch
     if options.es_url:
+        if es is None:
+            return []
         return [f"Elasticsearch at {options.es_url} is used as it is: spec.elasticsearch (version {es.version}, "
                 "nodes, heap, config, TLS) is not applied to it"]
     notes = []
@@ -222,7 +224,7 @@ class ClusterNotReady(Exception):
     pass
 
 
-def _describe_url(url: str) -> str:
+def describe_url(url: str) -> str:
     return re.sub(r"//[^/@]*@", "//", url)  # never a password from a URL into a result file
 
 
@@ -314,7 +316,7 @@ def run(stored: dict[str, Any], spec: api.ExperimentSpec, options: Options, prog
     try:
         with open(log_path, "a") as log, contextlib.ExitStack() as stack:
             if options.es_url:
-                annotations["esbench.io/elasticsearch"] = f"existing cluster at {_describe_url(options.es_url)}"
+                annotations["esbench.io/elasticsearch"] = f"existing cluster at {describe_url(options.es_url)}"
                 target = Target(options.es_url, options.username, options.password, options.ca_file)
                 timeout = options.target_timeout
             else:

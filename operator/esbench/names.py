@@ -5,6 +5,8 @@ them here means no other module formats a name.
 """
 
 MAX_EXPERIMENT_NAME = 36  # ECK's limit for an Elasticsearch cluster name; enforced in the CRD
+# Leaves room for a run's suffix (-c199-r50-a6) within MAX_EXPERIMENT_NAME; enforced in the CRD.
+MAX_SWEEP_NAME = 24
 
 
 def cluster_name(experiment: str) -> str:
@@ -29,3 +31,12 @@ def es_elastic_user_secret(cluster: str) -> str:
 
 def es_http_public_certs_secret(cluster: str) -> str:
     return f"{cluster}-es-http-certs-public"
+
+
+def sweep_cluster_name(sweep: str, group: int) -> str:
+    return f"{sweep}-g{group}"
+
+
+def sweep_run_name(sweep: str, cell_id: str, repetition: int, attempt: int) -> str:
+    retry = f"-a{attempt}" if attempt > 1 else ""
+    return f"{sweep}-{cell_id}-r{repetition}{retry}"

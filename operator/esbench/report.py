@@ -27,6 +27,7 @@ class FailureKind(str, Enum):
     TARGET_UNREACHABLE = "TargetUnreachable"
     TRACK_ERROR = "TrackError"  # unknown track, challenge or track parameter
     RACE_FAILED = "RaceFailed"
+    RACE_TIMEOUT = "RaceTimeout"  # stopped at rally.raceTimeoutSeconds; partial results kept
     RACE_ERRORS = "RaceErrors"  # the race finished but some requests failed
 
 

@@ -50,6 +50,7 @@ EXIT_CODES = {
     FailureKind.TRACK_ERROR: 12,
     FailureKind.RACE_FAILED: 13,
     FailureKind.RACE_ERRORS: 14,
+    FailureKind.RACE_TIMEOUT: 16,
 }
 
 
@@ -226,8 +227,8 @@ def race(settings: RaceSettings, out: IO[str] = sys.stdout) -> RaceReport:
 
 def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
     spec = settings.spec
-    # raceTimeoutSeconds bounds the whole run (it is also the Job's deadline): keep time to
-    # print the report before it.
+    # raceTimeoutSeconds bounds the whole run (the Job's deadline is a little later, for
+    # scheduling and the image pull): stop early enough to print the report.
     deadline = time.monotonic() + spec.rally.race_timeout_seconds - REPORT_MARGIN_SECONDS
 
     def remaining() -> float:
@@ -246,7 +247,7 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
     try:
         data_nodes = target.data_node_count()
     except (OSError, ValueError, KeyError):  # e.g. a user without the monitor privilege
-        data_nodes = rally.data_node_count(spec.elasticsearch)
+        data_nodes = rally.data_node_count(spec.elasticsearch) if spec.elasticsearch else 1
     print(f"esbench: target answers, Elasticsearch {root.get('version', {}).get('number')}, {data_nodes} data node(s)", file=out, flush=True)
 
     work_dir = settings.work_dir
@@ -331,7 +332,7 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
 
     if status is None:
         message = f"the race did not finish within rally.raceTimeoutSeconds ({spec.rally.race_timeout_seconds}s)"
-        return failed(FailureKind.RACE_FAILED, message, **common)
+        return failed(FailureKind.RACE_TIMEOUT, message, **common)
     if status != 0:
         message = rally.rally_error(output) or f"esrally exited with status {status}"
         return failed(rally.failure_kind(output), redact(message), **common)

@@ -60,7 +60,8 @@ def from_file(path: Path) -> list[Entry]:
     return entries
 
 
-def from_cluster(name: str, namespace: str | None, context: str | None = None) -> Entry:
+def _from_api(plural: str, kind: str, name: str, namespace: str | None, context: str | None) -> tuple[dict, str]:
+    """The resource and its namespace/name, from the current (or given) kube context."""
     from kubernetes import client, config
     from kubernetes.client.exceptions import ApiException
     from kubernetes.config.config_exception import ConfigException
@@ -74,17 +75,32 @@ def from_cluster(name: str, namespace: str | None, context: str | None = None) -
         raise SourceError(f"{name}: not a file, and no kube context to look it up in ({error})") from error
     custom = client.CustomObjectsApi()
     try:
-        document = custom.get_namespaced_custom_object(api.GROUP, api.VERSION, namespace, api.PLURAL, name)
+        return custom.get_namespaced_custom_object(api.GROUP, api.VERSION, namespace, plural, name), f"{namespace}/{name}"
     except ApiException as error:
         if error.status == 404:
-            raise SourceError(f"{name}: no such file, and no Experiment {name} in namespace {namespace}") from error
-        raise SourceError(f"{name}: reading Experiment {namespace}/{name} failed: {error.status} {error.reason}") from error
+            raise SourceError(f"{name}: no such file, and no {kind} {name} in namespace {namespace}") from error
+        raise SourceError(f"{name}: reading {kind} {namespace}/{name} failed: {error.status} {error.reason}") from error
     except OSError as error:  # urllib3 connection errors are OSErrors
         raise SourceError(f"{name}: not a file, and the API server is not reachable ({error})") from error
+
+
+def from_cluster(name: str, namespace: str | None, context: str | None = None) -> Entry:
+    document, where = _from_api(api.PLURAL, api.KIND, name, namespace, context)
     try:
-        return entry_from_document(document, f"{namespace}/{name}")
+        return entry_from_document(document, where)
     except NotComparable as error:
         raise SourceError(str(error)) from error
+
+
+def sweep(argument: str, namespace: str | None = None, context: str | None = None) -> dict[str, Any]:
+    """An ExperimentSweep: from a file (`kubectl get esxs NAME -o yaml`) or by name."""
+    path = Path(argument)
+    if path.is_file():
+        found = [d for d in _documents(path) if d.get("kind") == api.SWEEP_KIND]
+        if not found:
+            raise SourceError(f"{path}: holds no {api.SWEEP_KIND}")
+        return found[0]
+    return _from_api(api.SWEEP_PLURAL, api.SWEEP_KIND, argument, namespace, context)[0]
 
 
 def load(arguments: list[str], namespace: str | None = None, context: str | None = None) -> list[Entry]:

@@ -38,9 +38,8 @@ from esbench import api, compare
 from esbench.compare import Direction, Metric, Section
 
 
-class Test(str, Enum):
-    WELCH_T = "WelchT"  # compares means
-    MANN_WHITNEY_U = "MannWhitneyU"  # compares distributions; change reported on medians
+# The sweep's choice (api.Statistics.test): Welch compares means, Mann-Whitney distributions.
+Test = api.SignificanceTest
 
 
 class Verdict(str, Enum):

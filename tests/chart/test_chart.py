@@ -23,8 +23,10 @@ MODES = {"all-namespaces": {}, "watch-namespaces": {"watchNamespaces": WATCHED}}
 # What the operator does in a namespace it watches: (API group, resource, subresource, verbs).
 # Kept here on purpose, apart from the chart, as the specification its Roles must meet.
 OPERATOR_NEEDS = [
-    ("esbench.io", "experiments", "", ["get", "list", "watch", "patch", "delete"]),
+    ("esbench.io", "experiments", "", ["get", "list", "watch", "patch", "delete", "create"]),
     ("esbench.io", "experiments", "status", ["patch"]),
+    ("esbench.io", "experimentsweeps", "", ["get", "list", "watch", "patch"]),
+    ("esbench.io", "experimentsweeps", "status", ["patch"]),
     ("elasticsearch.k8s.elastic.co", "elasticsearches", "", ["create", "get", "list", "watch", "delete"]),
     ("batch", "jobs", "", ["create", "get", "list", "watch"]),
     ("", "pods", "", ["list"]),
@@ -39,6 +41,7 @@ KOPF_NAMESPACE_NEEDS = [("", "namespaces", "", ["list", "watch"])]
 # The watches kopf opens across all namespaces when it runs without --namespace.
 CLUSTER_WIDE_WATCHES = [
     ("esbench.io", "experiments", "", ["list", "watch"]),
+    ("esbench.io", "experimentsweeps", "", ["list", "watch"]),
     ("elasticsearch.k8s.elastic.co", "elasticsearches", "", ["list", "watch"]),
     ("batch", "jobs", "", ["list", "watch"]),
 ]

@@ -49,6 +49,17 @@ def both(first: str, first_value, second: str, second_value):
 
 
 INVALID = [
+    ("elasticsearch and target", with_spec("target", {"elasticsearchRef": {"name": "shared"}}),
+     "set either spec.elasticsearch (a cluster of the Experiment's own) or spec.target"),
+    ("neither elasticsearch nor target", with_spec("elasticsearch", ...), "set either spec.elasticsearch"),
+    ("target of two kinds", both("elasticsearch", ..., "target", {"elasticsearchRef": {"name": "shared"},
+                                                              "external": {"url": "https://es:9200"}}),
+     "spec.target needs exactly one of elasticsearchRef or external"),
+    ("credentials in an external url", both("elasticsearch", ..., "target", {"external": {"url": "https://u:pw@es:9200"}}),
+     "must be http(s)://HOST[:PORT] without credentials or a path"),
+    ("external username without a password secret",
+     both("elasticsearch", ..., "target", {"external": {"url": "https://es:9200", "username": "bench"}}),
+     "needs username and passwordSecret together"),
     ("missing version", with_spec("elasticsearch.version", ...), "spec.elasticsearch.version: Required value"),
     ("malformed version", with_spec("elasticsearch.version", "8.15"),
      "elasticsearch.version must look like MAJOR.MINOR.PATCH"),

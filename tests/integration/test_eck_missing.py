@@ -4,11 +4,11 @@ ECK is installed. A control plane of its own, started without the ECK CRD; all r
 from pathlib import Path
 
 import pytest
-from kubernetes import client
 
-from tests.integration.test_experiment_lifecycle import condition, create_experiment, wait_for, wait_phase
 from tests.support.controlplane import ControlPlane, eck_crd_path
+from tests.support.experiments import Apis, condition, create_experiment, wait_phase
 from tests.support.operator_process import OperatorProcess
+from tests.support.waiting import wait_for
 
 
 @pytest.fixture
@@ -18,8 +18,7 @@ def bare_control_plane(repo_root):
 
 
 def test_experiment_waits_for_eck_then_proceeds(bare_control_plane, tmp_path):
-    api_client = bare_control_plane.api_client()
-    apis = type("Apis", (), {"custom": client.CustomObjectsApi(api_client)})
+    apis = Apis(bare_control_plane.api_client())
     namespace = bare_control_plane.create_namespace()
     operator = OperatorProcess(Path(bare_control_plane.kubeconfig_path), tmp_path / "operator.log").start()
     try:

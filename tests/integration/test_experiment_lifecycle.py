@@ -12,93 +12,14 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
-
-import pytest
-from kubernetes import client
 
 from esbench import api
-from esbench.report import Failure, FailureKind, RaceReport, encode_report
+from esbench.report import Failure, FailureKind, RaceReport
 from esbench.results import summarize
-from tests.support.operator_process import OperatorProcess
-from tests.support.standin_eck import StandinEck
+from tests.support.experiments import (
+    condition, create_experiment, es_exists, events, get_experiment, job, runner_log, wait_phase,
+)
 from tests.support.waiting import wait_for
-
-RACE_FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "race"
-
-
-@pytest.fixture
-def apis(control_plane):
-    api_client = control_plane.api_client()
-    return type("Apis", (), {
-        "custom": client.CustomObjectsApi(api_client),
-        "core": client.CoreV1Api(api_client),
-        "batch": client.BatchV1Api(api_client),
-    })
-
-
-@pytest.fixture
-def eck(control_plane):
-    return StandinEck(control_plane.api_client())
-
-
-@pytest.fixture
-def operator(control_plane, tmp_path):
-    process = OperatorProcess(Path(control_plane.kubeconfig_path), tmp_path / "operator.log").start()
-    yield process
-    process.stop()
-
-
-@pytest.fixture(scope="session")
-def race_json() -> dict:
-    """A real race.json from a real Rally run (see tests/fixtures/race/README.md)."""
-    return json.loads(next(iter(sorted(RACE_FIXTURES.glob("*success*.json")))).read_text())
-
-
-def runner_log(report: RaceReport) -> str:
-    """What the runner prints: Rally's own output, then the report lines."""
-    rally_output = ["[INFO] Race id is [r]", "Running index-append [100% done]", "[INFO] SUCCESS (took 61 seconds)"]
-    return "\n".join(rally_output + encode_report(report)) + "\n"
-
-
-def create_experiment(apis, namespace: str, name: str, **spec_sections) -> dict:
-    spec = {"elasticsearch": {"version": "8.15.3"}, "workload": {"track": "smoke"}}
-    spec.update(spec_sections)
-    body = {"apiVersion": api.API_VERSION, "kind": api.KIND, "metadata": {"name": name}, "spec": spec}
-    return apis.custom.create_namespaced_custom_object(api.GROUP, api.VERSION, namespace, api.PLURAL, body)
-
-
-def get_experiment(apis, namespace: str, name: str) -> dict:
-    return apis.custom.get_namespaced_custom_object(api.GROUP, api.VERSION, namespace, api.PLURAL, name)
-
-
-def wait_phase(apis, namespace: str, name: str, phase: str, timeout: float = 30) -> dict:
-    def reached():
-        experiment = get_experiment(apis, namespace, name)
-        return experiment if (experiment.get("status") or {}).get("phase") == phase else None
-    try:
-        return wait_for(reached, timeout, f"{name} to reach phase {phase}")
-    except AssertionError:
-        raise AssertionError(f"{name} did not reach {phase}; status: {get_experiment(apis, namespace, name).get('status')}")
-
-
-def condition(experiment: dict, type_: str) -> dict:
-    return next(c for c in experiment["status"]["conditions"] if c["type"] == type_)
-
-
-def events(apis, namespace: str, name: str) -> list[tuple[str, str]]:
-    items = apis.core.list_namespaced_event(namespace, field_selector=f"involvedObject.name={name}").items
-    return [(event.type, event.reason) for event in sorted(items, key=lambda e: e.metadata.creation_timestamp)]
-
-
-def es_exists(eck: StandinEck, namespace: str, name: str) -> bool:
-    return any(es["metadata"]["name"] == name for es in eck.list(namespace))
-
-
-def job(apis, namespace: str, name: str):
-    jobs = apis.batch.list_namespaced_job(namespace, label_selector=f"esbench.io/experiment={name}").items
-    return jobs[0] if jobs else None
-
 
 def run_to_benchmarking(apis, eck, namespace: str, name: str, **spec_sections) -> dict:
     create_experiment(apis, namespace, name, **spec_sections)
@@ -205,8 +126,12 @@ def test_race_errors_fail_the_experiment_and_keep_partial_results(
     assert failed["status"]["raceJsonConfigMap"] == "errors-race"
 
 
-def test_race_timeout_is_reported(apis, eck, standin_kubelet, namespace, operator):
+def test_a_runner_that_hangs_past_its_deadline_is_reported_as_race_timeout(
+        apis, eck, standin_kubelet, namespace, operator):
+    # The operator under test gives the Job a 5 s grace (see the operator fixture).
     run_to_benchmarking(apis, eck, namespace, "timeout", rally={"raceTimeoutSeconds": 30})
+    job_spec = apis.batch.read_namespaced_job("timeout-rally", namespace).spec
+    assert job_spec.active_deadline_seconds == 35
     standin_kubelet.run_job_pod(namespace, "timeout-rally")  # it runs and never finishes
     failed = wait_phase(apis, namespace, "timeout", "Failed", timeout=90)
     assert failed["status"]["reason"] == "RaceTimeout"

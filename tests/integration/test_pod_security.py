@@ -15,7 +15,8 @@ def test_rally_pod_is_admitted_in_a_restricted_namespace(control_plane):
     experiment = builders.Experiment(
         "psa", namespace, "00000000-0000-0000-0000-000000000001",
         ExperimentSpec.model_validate({"elasticsearch": {"version": "8.15.3"}, "workload": {"track": "smoke"}}))
-    template = builders.rally_job_manifest(experiment, "esbench/esbench:test", "Never")["spec"]["template"]
+    connection = builders.connection(experiment, builders.elasticsearch_manifest(experiment))
+    template = builders.rally_job_manifest(experiment, connection, "esbench/esbench:test", "Never")["spec"]["template"]
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "psa-rally", **template["metadata"]},
            "spec": template["spec"]}
     created = core.create_namespaced_pod(namespace, pod, dry_run="All")

@@ -65,5 +65,5 @@ def test_a_race_over_its_time_budget_is_stopped_with_all_its_rally_processes(clu
     slow = spec(testMode=False)
     slow["rally"] = {"raceTimeoutSeconds": 75}
     run = race(slow, clusters.get(LATEST).url)
-    assert_failed(run, FailureKind.RACE_FAILED, "did not finish within rally.raceTimeoutSeconds (75s)")
+    assert_failed(run, FailureKind.RACE_TIMEOUT, "did not finish within rally.raceTimeoutSeconds (75s)")
     assert runner.rally_processes(run.work_dir / "rally") == []

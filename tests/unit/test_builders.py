@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from esbench import builders
+from esbench import builders, eck
 from esbench.api import ExperimentSpec
 
 
@@ -18,11 +18,17 @@ def experiment(**spec_overrides):
     return builders.Experiment("bench-1", "perf", "0b8f3c1e-uid", ExperimentSpec.model_validate(spec))
 
 
+def rally_job(exp, image="esbench:dev", pull_policy="Never"):
+    """The Job for an Experiment with a cluster of its own (ECK's resource as we create it)."""
+    connection = builders.connection(exp, builders.elasticsearch_manifest(exp))
+    return builders.rally_job_manifest(exp, connection, image, pull_policy)
+
+
 def test_every_child_is_owned_by_the_experiment_and_labelled():
     exp = experiment()
     for manifest in (
         builders.elasticsearch_manifest(exp),
-        builders.rally_job_manifest(exp, "esbench:dev", "Never"),
+        rally_job(exp),
         builders.race_json_configmap(exp, {"race-id": "x"}),
     ):
         meta = manifest["metadata"]
@@ -77,8 +83,7 @@ def test_elasticsearch_topology_resources_heap_storage_config_and_image():
     assert container["resources"] == {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"memory": "4Gi"}}
     assert pod["volumes"] == [{"name": "elasticsearch-data", "emptyDir": {}}]
     assert "volumeClaimTemplates" not in data
-    assert builders.total_node_count(experiment(elasticsearch={
-        "version": "8.15.3", "nodeSets": [{"name": "a", "count": 3}, {"name": "b", "count": 2}]}).spec) == 5
+    assert eck.expected_nodes(manifest) == 5
 
 
 def test_storage_class_reaches_the_claim():
@@ -90,10 +95,10 @@ def test_storage_class_reaches_the_claim():
 
 
 def test_rally_job_gets_credentials_by_reference_and_no_api_token():
-    job = builders.rally_job_manifest(experiment(), "esbench:dev", "Never")
+    job = rally_job(experiment())
     assert job["metadata"]["name"] == "bench-1-rally"
     assert job["spec"]["backoffLimit"] == 0
-    assert job["spec"]["activeDeadlineSeconds"] == 7200
+    assert job["spec"]["activeDeadlineSeconds"] == 7200 + 120
     pod = job["spec"]["template"]["spec"]
     assert pod["automountServiceAccountToken"] is False
     assert pod["restartPolicy"] == "Never"
@@ -117,7 +122,7 @@ def test_rally_job_gets_credentials_by_reference_and_no_api_token():
 
 
 def test_rally_pod_meets_pod_security_restricted():
-    pod = builders.rally_job_manifest(experiment(), "esbench:dev", "IfNotPresent")["spec"]["template"]["spec"]
+    pod = rally_job(experiment(), pull_policy="IfNotPresent")["spec"]["template"]["spec"]
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
     context = pod["containers"][0]["securityContext"]
@@ -129,18 +134,17 @@ def test_rally_pod_meets_pod_security_restricted():
 
 
 def test_rally_job_without_tls_uses_http_and_mounts_no_ca():
-    job = builders.rally_job_manifest(
+    job = rally_job(
         experiment(elasticsearch={"version": "7.17.29", "tls": False},
                    rally={"image": "mine/rally:1", "raceTimeoutSeconds": 600,
-                          "resources": {"limits": {"cpu": "1"}}}),
-        "esbench:dev", "Never")
+                          "resources": {"limits": {"cpu": "1"}}}))
     container = job["spec"]["template"]["spec"]["containers"][0]
     assert "--target-url=http://bench-1-es-http.perf.svc:9200" in container["args"]
     assert not any(a.startswith("--ca-file") for a in container["args"])
     assert all(v["name"] != "es-ca" for v in job["spec"]["template"]["spec"]["volumes"])
     assert container["image"] == "mine/rally:1"
     assert container["resources"] == {"limits": {"cpu": "1"}}
-    assert job["spec"]["activeDeadlineSeconds"] == 600
+    assert job["spec"]["activeDeadlineSeconds"] == 600 + 120
 
 
 def test_race_json_configmap_is_immutable_and_gzips_when_large():
@@ -158,6 +162,45 @@ def test_race_json_configmap_is_immutable_and_gzips_when_large():
 def test_spec_round_trips_through_the_job_environment(codec):
     exp = experiment(index={"codec": codec, "shards": 2, "replicas": 0, "refreshInterval": "30s",
                             "settings": {"index.translog.durability": "async"}})
-    job = builders.rally_job_manifest(exp, "esbench:dev", "Never")
+    job = rally_job(exp)
     env = {e["name"]: e for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
     assert ExperimentSpec.model_validate(json.loads(env["ESBENCH_SPEC"]["value"])) == exp.spec
+
+
+def test_rally_job_against_a_referenced_eck_cluster_uses_its_service_and_secrets():
+    exp = experiment(elasticsearch=None, target={"elasticsearchRef": {"name": "shared"}})
+    assert not exp.owns_cluster and exp.cluster == "shared"
+    plain_http = {"spec": {"http": {"tls": {"selfSignedCertificate": {"disabled": True}}}}}
+    for elasticsearch, url, ca in (({"spec": {}}, "https://shared-es-http.perf.svc:9200", True),
+                                   (plain_http, "http://shared-es-http.perf.svc:9200", False)):
+        job = builders.rally_job_manifest(exp, builders.connection(exp, elasticsearch), "esbench:dev", "Never")
+        container = job["spec"]["template"]["spec"]["containers"][0]
+        assert f"--target-url={url}" in container["args"]
+        assert ("--ca-file=/etc/esbench/ca/ca.crt" in container["args"]) is ca
+        env = {e["name"]: e for e in container["env"]}
+        assert env["ES_PASSWORD"]["valueFrom"]["secretKeyRef"] == {"name": "shared-es-elastic-user", "key": "elastic"}
+        assert job["metadata"]["ownerReferences"][0]["name"] == "bench-1"  # the Job is still the Experiment's
+
+
+def test_rally_job_against_an_external_cluster_takes_secrets_by_reference():
+    exp = experiment(elasticsearch=None, target={"external": {
+        "url": "https://es.example.com:9243", "username": "bench",
+        "passwordSecret": {"name": "es-creds", "key": "password"}, "caSecret": {"name": "es-ca", "key": "root.pem"}}})
+    assert exp.cluster is None
+    job = builders.rally_job_manifest(exp, builders.connection(exp, None), "esbench:dev", "Never")
+    pod = job["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert "--target-url=https://es.example.com:9243" in container["args"]
+    env = {e["name"]: e for e in container["env"]}
+    assert env["ES_USERNAME"]["value"] == "bench"
+    assert env["ES_PASSWORD"]["valueFrom"]["secretKeyRef"] == {"name": "es-creds", "key": "password"}
+    [ca] = [v for v in pod["volumes"] if v["name"] == "es-ca"]
+    assert ca["secret"] == {"secretName": "es-ca", "items": [{"key": "root.pem", "path": "ca.crt"}]}
+
+
+def test_rally_job_against_an_open_external_cluster_sends_no_credentials():
+    exp = experiment(elasticsearch=None, target={"external": {"url": "http://es:9200"}})
+    container = builders.rally_job_manifest(exp, builders.connection(exp, None), "esbench:dev", "Never")[
+        "spec"]["template"]["spec"]["containers"][0]
+    assert {e["name"] for e in container["env"]} == {"ESBENCH_SPEC", "HOME"}
+    assert not any(a.startswith("--ca-file") for a in container["args"])

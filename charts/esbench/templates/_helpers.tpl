@@ -95,13 +95,24 @@ Roles. Deliberately nothing on Secrets: the Rally pod gets ECK's credentials by 
 - apiGroups: [esbench.io]
   resources: [experiments/status]
   verbs: [patch]
-# Children carry an ownerReference to their Experiment with blockOwnerDeletion: true; where
-# the OwnerReferencesPermissionEnforcement admission plugin is on (e.g. OpenShift), setting
-# it requires update on the owner's finalizers. It grants no other access.
+# ExperimentSweeps: read and watch them (kopf), write their status; their runs are
+# Experiments the operator creates.
 - apiGroups: [esbench.io]
-  resources: [experiments/finalizers]
+  resources: [experimentsweeps]
+  verbs: [get, list, watch, patch]
+- apiGroups: [esbench.io]
+  resources: [experimentsweeps/status]
+  verbs: [patch]
+- apiGroups: [esbench.io]
+  resources: [experiments]
+  verbs: [create]
+# Children carry an ownerReference to their Experiment or sweep with blockOwnerDeletion: true;
+# where the OwnerReferencesPermissionEnforcement admission plugin is on (e.g. OpenShift),
+# setting it requires update on the owner's finalizers. It grants no other access.
+- apiGroups: [esbench.io]
+  resources: [experiments/finalizers, experimentsweeps/finalizers]
   verbs: [update]
-# The ECK cluster of each Experiment.
+# The ECK cluster of each Experiment, and the clusters a sweep shares between its runs.
 - apiGroups: [elasticsearch.k8s.elastic.co]
   resources: [elasticsearches]
   verbs: [create, get, list, watch, delete]

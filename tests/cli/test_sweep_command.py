@@ -1,0 +1,63 @@
+"""`esbench sweep`: a sweep's cells and comparison, from `kubectl get esxs NAME -o yaml` output."""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+
+from esbench import stats
+from esbench.results import summarize
+from tests.support.experiments import successful_race_json
+
+
+def sweep_document() -> dict:
+    def results(throughput):
+        summary = summarize(successful_race_json())
+        summary.tasks[0].throughput.median = throughput
+        return summary
+
+    rows = stats.compare_cells({"c0": [results(t) for t in (1000, 1010, 990)],
+                                "c1": [results(t) for t in (800, 805, 795)]}, "c0")
+    return {
+        "apiVersion": "esbench.io/v1alpha1", "kind": "ExperimentSweep", "metadata": {"name": "codec"},
+        "spec": {"template": {}},
+        "status": {
+            "phase": "Succeeded", "reason": "Completed", "message": "All 6 runs succeeded", "baseline": "c0",
+            "progress": {"summary": "6/6", "cells": 2, "runs": 6, "succeeded": 6},
+            "cells": [{"id": "c0", "label": 'index.codec="default"', "baseline": True, "succeeded": 3,
+                       "cluster": "codec-g0"},
+                      {"id": "c1", "label": 'index.codec="best_compression"', "succeeded": 3, "cluster": "codec-g0"}],
+            "comparison": stats.to_wire(rows),
+            "gates": [{"task": "index-append", "metric": "throughput.median", "maxRegressionPercent": 5,
+                       "result": "Failed", "message": "significant regression beyond 5%: c1 -20.0%"}],
+        },
+    }
+
+
+def test_sweep_prints_cells_comparison_and_gates(esbench, tmp_path):
+    path = tmp_path / "codec.yaml"
+    path.write_text(yaml.safe_dump(sweep_document()))
+    run = esbench("sweep", str(path))
+    assert run.exit_code == 0, run.stderr
+    assert "codec: Succeeded (Completed) 6/6 runs finished" in run.stdout
+    assert 'index.codec="best_compression"' in run.stdout and "c0 (baseline)" in run.stdout
+    assert "Comparison against c0" in run.stdout
+    assert "-20.0%, p=" in run.stdout  # the contender's change on index-append throughput
+    assert "gate index-append throughput.median (at most 5% worse): Failed" in run.stdout
+
+
+def test_sweep_json_is_the_status_comparison(esbench, tmp_path):
+    document = sweep_document()
+    path = tmp_path / "codec.json"
+    path.write_text(json.dumps(document))
+    run = esbench("sweep", str(path), "--format", "json")
+    assert run.exit_code == 0, run.stderr
+    assert json.loads(run.stdout) == document["status"]["comparison"]
+
+
+def test_a_file_without_a_sweep_is_refused(esbench, tmp_path):
+    path = tmp_path / "experiment.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": "esbench.io/v1alpha1", "kind": "Experiment", "metadata": {}}))
+    run = esbench("sweep", str(path))
+    assert run.exit_code == 1 and "holds no ExperimentSweep" in run.stderr

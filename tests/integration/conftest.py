@@ -1,0 +1,35 @@
+"""Fixtures of the operator tests: API clients, the ECK stand-in and the operator process."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.experiments import Apis, successful_race_json
+from tests.support.operator_process import OperatorProcess
+from tests.support.standin_eck import StandinEck
+
+
+@pytest.fixture
+def apis(control_plane) -> Apis:
+    return Apis(control_plane.api_client())
+
+
+@pytest.fixture
+def eck(control_plane) -> StandinEck:
+    return StandinEck(control_plane.api_client())
+
+
+@pytest.fixture
+def operator(control_plane, tmp_path):
+    """The real operator as its own process; the Rally Job gets a 5 s deadline grace (not 120 s)."""
+    process = OperatorProcess(Path(control_plane.kubeconfig_path), tmp_path / "operator.log",
+                              ESBENCH_JOB_DEADLINE_GRACE_SECONDS="5").start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture(scope="session")
+def race_json() -> dict:
+    return successful_race_json()

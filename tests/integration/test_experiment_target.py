@@ -1,0 +1,82 @@
+"""Experiments against a cluster they do not own: an ECK cluster by reference, or an external URL.
+
+Real: kube-apiserver, controller-manager (Job controller, garbage collector), both CRDs and
+the operator process. Stood in for: ECK's controller (support.standin_eck) and the kubelet's
+work (support.standin_kubelet), as in test_experiment_lifecycle.
+"""
+
+from __future__ import annotations
+
+import time
+
+from esbench.report import RaceReport
+from esbench.results import summarize
+from tests.support.experiments import (
+    condition, create_experiment, es_exists, events, get_experiment, runner_log, wait_phase,
+)
+from tests.support.standin_eck import GROUP, PLURAL, VERSION
+
+
+def create_unowned_cluster(apis, namespace: str, name: str) -> None:
+    """An ECK cluster someone else made (no owner, no esbench labels)."""
+    body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "Elasticsearch", "metadata": {"name": name},
+            "spec": {"version": "8.15.3", "nodeSets": [{"name": "default", "count": 2}]}}
+    apis.custom.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, body)
+
+
+def container_of(apis, namespace: str, job_name: str):
+    return apis.batch.read_namespaced_job(job_name, namespace).spec.template.spec.containers[0]
+
+
+def test_a_referenced_eck_cluster_is_waited_for_used_and_never_deleted(
+        apis, eck, standin_kubelet, namespace, operator, race_json):
+    create_unowned_cluster(apis, namespace, "shared")
+    create_experiment(apis, namespace, "on-shared", elasticsearch=None,
+                      target={"elasticsearchRef": {"name": "shared"}})
+    waiting = wait_phase(apis, namespace, "on-shared", "Provisioning")
+    assert waiting["status"]["clusterName"] == "shared"
+    assert condition(waiting, "ClusterReady")["reason"] == "WaitingForCluster"
+    time.sleep(2)
+    assert get_experiment(apis, namespace, "on-shared")["status"]["phase"] == "Provisioning", "it waits for ready"
+
+    eck.make_ready(namespace, "shared")
+    benchmarking = wait_phase(apis, namespace, "on-shared", "Benchmarking")
+    assert benchmarking["status"]["clusterVersion"] == "8.15.3"
+    container = container_of(apis, namespace, "on-shared-rally")
+    assert "--target-url=https://shared-es-http." + namespace + ".svc:9200" in container.args
+    password = next(e for e in container.env if e.name == "ES_PASSWORD")
+    assert password.value_from.secret_key_ref.name == "shared-es-elastic-user"
+
+    standin_kubelet.finish_job_pod(namespace, "on-shared-rally", runner_log(
+        RaceReport(succeeded=True, results=summarize(race_json), race_json=race_json)), exit_code=0)
+    wait_phase(apis, namespace, "on-shared", "Succeeded")
+    time.sleep(2)
+    assert es_exists(eck, namespace, "shared"), "cleanup Delete applies only to a cluster the Experiment owns"
+    assert "ClusterDeleted" not in [reason for _, reason in events(apis, namespace, "on-shared")]
+
+
+def test_a_reference_to_a_missing_cluster_fails_after_the_ready_timeout(apis, eck, namespace, operator):
+    create_experiment(apis, namespace, "dangling", elasticsearch=None,
+                      target={"elasticsearchRef": {"name": "nowhere"}}, rally={"clusterReadyTimeoutSeconds": 30})
+    failed = wait_phase(apis, namespace, "dangling", "Failed", timeout=60)
+    assert failed["status"]["reason"] == "ClusterNotFound"
+    assert "nowhere" in failed["status"]["message"]
+    assert not es_exists(eck, namespace, "nowhere"), "a referenced cluster is never created"
+
+
+def test_an_external_cluster_gets_its_credentials_from_secrets_only(
+        apis, eck, standin_kubelet, namespace, operator, race_json):
+    create_experiment(apis, namespace, "external", elasticsearch=None, target={"external": {
+        "url": "https://es.example.internal:9243", "username": "bench",
+        "passwordSecret": {"name": "es-creds", "key": "password"}, "caSecret": {"name": "es-ca", "key": "ca.pem"}}})
+    benchmarking = wait_phase(apis, namespace, "external", "Benchmarking")
+    assert "clusterName" not in benchmarking["status"]
+    assert eck.list(namespace) == [], "no cluster is created for an external target"
+    container = container_of(apis, namespace, "external-rally")
+    assert "--target-url=https://es.example.internal:9243" in container.args
+    env = {e.name: e for e in container.env}
+    assert env["ES_USERNAME"].value == "bench"
+    assert env["ES_PASSWORD"].value_from.secret_key_ref.name == "es-creds"
+    standin_kubelet.finish_job_pod(namespace, "external-rally", runner_log(
+        RaceReport(succeeded=True, results=summarize(race_json), race_json=race_json)), exit_code=0)
+    assert wait_phase(apis, namespace, "external", "Succeeded")["status"]["results"]["tasks"]

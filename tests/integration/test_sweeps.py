@@ -1,0 +1,216 @@
+"""ExperimentSweeps on a real API server: grid expansion, run order, cluster reuse, retries, gates.
+
+Real: kube-apiserver, controller-manager (Job controller, garbage collector), the CRDs and the
+operator process. Stood in for: ECK's controller (support.standin_eck) and the kubelet's work
+(support.standin_kubelet); each run's pod log is the runner's report built from a real
+race.json, with the indexing throughput set per cell so that the statistics have a known answer.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+from kubernetes.client.exceptions import ApiException
+
+from esbench import api, grid
+from esbench.report import RaceReport
+from esbench.results import summarize
+from tests.support.experiments import condition, runner_log
+from tests.support.waiting import wait_for
+
+TEMPLATE = {"elasticsearch": {"version": "8.15.3"}, "workload": {"track": "smoke"}}
+CODECS = [{"field": "index.codec", "values": ["default", "best_compression"]}]
+
+
+def create_sweep(apis, namespace: str, name: str, **spec) -> dict:
+    body = {"apiVersion": api.API_VERSION, "kind": api.SWEEP_KIND, "metadata": {"name": name},
+            "spec": {"template": TEMPLATE, **spec}}
+    return apis.custom.create_namespaced_custom_object(api.GROUP, api.VERSION, namespace, api.SWEEP_PLURAL, body)
+
+
+def get_sweep(apis, namespace: str, name: str) -> dict:
+    return apis.custom.get_namespaced_custom_object(api.GROUP, api.VERSION, namespace, api.SWEEP_PLURAL, name)
+
+
+def runs(apis, namespace: str, sweep: str) -> list[dict]:
+    return apis.custom.list_namespaced_custom_object(
+        api.GROUP, api.VERSION, namespace, api.PLURAL, label_selector=f"esbench.io/sweep={sweep}")["items"]
+
+
+def phase(resource: dict) -> str | None:
+    return (resource.get("status") or {}).get("phase")
+
+
+class Driver:
+    """Plays ECK and the kubelet for a sweep's runs, one finished race at a time."""
+
+    def __init__(self, apis, eck, kubelet, namespace: str, race_json: dict, sweep: str):
+        self.apis, self.eck, self.kubelet, self.namespace = apis, eck, kubelet, namespace
+        self.race_json, self.sweep = race_json, sweep
+        self.started: list[str] = []  # run names, in the order they reached Benchmarking
+        self.most_at_once = 0
+
+    def results(self, throughput: float):
+        results = summarize(self.race_json)
+        results.tasks[0].throughput.median = throughput  # index-append, docs/s
+        return results
+
+    def next_benchmarking(self, timeout: float = 60) -> dict:
+        def find():
+            for es in self.eck.list(self.namespace):  # ECK would make every cluster ready
+                if not (es.get("status") or {}).get("phase") == "Ready":
+                    self.eck.make_ready(self.namespace, es["metadata"]["name"])
+            children = runs(self.apis, self.namespace, self.sweep)
+            active = [c for c in children if phase(c) not in ("Succeeded", "Failed")]
+            self.most_at_once = max(self.most_at_once, len(active))
+            return next((c for c in children if phase(c) == "Benchmarking"
+                         and c["metadata"]["name"] not in self.started), None)
+        child = wait_for(find, timeout, "a run of the sweep to start its race",
+                         diagnose=lambda: f"sweep status: {get_sweep(self.apis, self.namespace, self.sweep).get('status')}")
+        self.started.append(child["metadata"]["name"])
+        return child
+
+    def finish(self, child: dict, throughput: float | None, exit_code: int = 0) -> None:
+        name = child["metadata"]["name"]
+        if throughput is None:  # a crash without a report
+            self.kubelet.finish_job_pod(self.namespace, f"{name}-rally", "Traceback: boom\n", exit_code=1)
+            return
+        report = RaceReport(succeeded=True, results=self.results(throughput), race_json=self.race_json)
+        self.kubelet.finish_job_pod(self.namespace, f"{name}-rally", runner_log(report), exit_code=exit_code)
+
+    def wait_done(self, timeout: float = 60) -> dict:
+        return wait_for(lambda: (s := get_sweep(self.apis, self.namespace, self.sweep))
+                        and phase(s) in ("Succeeded", "Failed") and s, timeout, f"sweep {self.sweep} to finish",
+                        diagnose=lambda: str(get_sweep(self.apis, self.namespace, self.sweep).get("status")))
+
+
+# Indexing throughput per cell and repetition: best_compression about 20% slower, little noise.
+THROUGHPUT = {"c0": [1000.0, 1010.0, 990.0], "c1": [800.0, 805.0, 795.0]}
+
+
+def test_cells_that_differ_in_index_settings_share_one_cluster_one_run_at_a_time(
+        apis, eck, standin_kubelet, namespace, operator, race_json):
+    create_sweep(apis, namespace, "codec", matrix=CODECS, repetitions=3,
+                 gates=[{"task": "index-append", "metric": "throughput.median", "maxRegressionPercent": 5}])
+    driver = Driver(apis, eck, standin_kubelet, namespace, race_json, "codec")
+    for _ in range(6):
+        child = driver.next_benchmarking()
+        cell = child["metadata"]["labels"]["esbench.io/cell"]
+        repetition = int(child["metadata"]["labels"]["esbench.io/repetition"])
+        assert child["spec"]["target"] == {"elasticsearchRef": {"name": "codec-g0"}}
+        assert "elasticsearch" not in child["spec"]
+        driver.finish(child, THROUGHPUT[cell][repetition - 1])
+    done = driver.wait_done()
+
+    # Interleaved: every cell once per round; never two races on the one cluster at a time.
+    assert driver.started == ["codec-c0-r1", "codec-c1-r1", "codec-c0-r2", "codec-c1-r2", "codec-c0-r3", "codec-c1-r3"]
+    assert driver.most_at_once == 1
+    status = done["status"]
+    assert phase(done) == "Succeeded" and status["clusters"] == ["codec-g0"]
+    assert status["progress"] == {"cells": 2, "runs": 6, "succeeded": 6, "failed": 0, "running": 0, "pending": 0,
+                                  "retries": 0, "summary": "6/6"}
+    assert [c["values"] for c in status["cells"]] == [{"index.codec": "default"}, {"index.codec": "best_compression"}]
+    row = next(r for r in status["comparison"] if r["subject"] == "index-append" and r["metric"] == "throughput.median")
+    baseline, contender = row["cells"]
+    assert (baseline["cell"], baseline["verdict"], baseline["n"]) == ("c0", "Baseline", 3)
+    assert contender["cell"] == "c1" and contender["verdict"] == "Worse" and contender["significant"]
+    assert contender["changePercent"] == pytest.approx(-20.0, abs=0.1)
+    gates = condition(done, "GatesPassed")
+    assert gates["status"] == "False" and gates["reason"] == "GateFailed" and "c1 -20.0%" in gates["message"]
+    assert condition(done, "Complete")["status"] == "True"
+    # The shared cluster belongs to the sweep and goes when its runs are done (cleanup Delete).
+    wait_for(lambda: not eck.list(namespace), 30, "the shared cluster to be deleted")
+
+
+def test_cells_with_different_versions_get_a_cluster_each_and_run_in_parallel(
+        apis, eck, standin_kubelet, namespace, operator, race_json):
+    create_sweep(apis, namespace, "versions", repetitions=1, parallelism=2, matrix=[
+        {"field": "elasticsearch.version", "values": ["8.15.3", "8.14.3"]}, *CODECS])
+    driver = Driver(apis, eck, standin_kubelet, namespace, race_json, "versions")
+    first, second = driver.next_benchmarking(), driver.next_benchmarking()
+    clusters = {c["spec"]["target"]["elasticsearchRef"]["name"] for c in (first, second)}
+    assert clusters == {"versions-g0", "versions-g1"}, "one run per cluster at a time, both clusters at work"
+    versions = {es["metadata"]["name"]: es["spec"]["version"] for es in eck.list(namespace)}
+    assert versions == {"versions-g0": "8.15.3", "versions-g1": "8.14.3"}
+    for child in (first, second):
+        driver.finish(child, 1000.0)
+    for _ in range(2):
+        driver.finish(driver.next_benchmarking(), 1000.0)
+    done = driver.wait_done()
+    assert phase(done) == "Succeeded"
+    assert done["status"]["clusters"] == ["versions-g0", "versions-g1"]
+    assert driver.most_at_once == 2
+
+
+def test_without_reuse_every_run_creates_its_own_cluster(apis, eck, standin_kubelet, namespace, operator, race_json):
+    create_sweep(apis, namespace, "own", matrix=CODECS, repetitions=1, clusterReuse=False, parallelism=2)
+    driver = Driver(apis, eck, standin_kubelet, namespace, race_json, "own")
+    children = [driver.next_benchmarking(), driver.next_benchmarking()]
+    assert all("elasticsearch" in c["spec"] and "target" not in c["spec"] for c in children)
+    assert sorted(es["metadata"]["name"] for es in eck.list(namespace)) == ["own-c0-r1", "own-c1-r1"]
+    for child in children:
+        driver.finish(child, 1000.0)
+    done = driver.wait_done()
+    assert phase(done) == "Succeeded" and done["status"]["clusters"] == []
+
+
+def test_a_failed_run_is_retried_and_a_run_that_keeps_failing_leaves_partial_results(
+        apis, eck, standin_kubelet, namespace, operator, race_json):
+    create_sweep(apis, namespace, "flaky", matrix=CODECS, repetitions=1, maxRetries=1)
+    driver = Driver(apis, eck, standin_kubelet, namespace, race_json, "flaky")
+    driver.finish(driver.next_benchmarking(), None)  # c0 r1 crashes: retried
+    retry = driver.next_benchmarking()
+    assert retry["metadata"]["name"] == "flaky-c0-r1-a2" and retry["metadata"]["labels"]["esbench.io/attempt"] == "2"
+    driver.finish(retry, 1000.0)
+    driver.finish(driver.next_benchmarking(), None)  # c1 r1 fails twice: failed for good
+    driver.finish(driver.next_benchmarking(), None)
+    done = driver.wait_done()
+    assert driver.started == ["flaky-c0-r1", "flaky-c0-r1-a2", "flaky-c1-r1", "flaky-c1-r1-a2"]
+    status = done["status"]
+    assert phase(done) == "Failed" and status["reason"] == "RunsFailed"
+    assert status["progress"]["succeeded"] == 1 and status["progress"]["failed"] == 1
+    assert status["progress"]["retries"] == 2
+    assert [f["run"] for f in status["failures"]] == ["flaky-c0-r1", "flaky-c1-r1", "flaky-c1-r1-a2"]
+    assert all(f["reason"] == "JobFailed" for f in status["failures"])
+    row = next(r for r in status["comparison"] if r["subject"] == "index-append" and r["metric"] == "throughput.median")
+    assert [c["cell"] for c in row["cells"]] == ["c0"], "the baseline's results stay visible"
+
+
+def test_a_cell_the_experiment_crd_rejects_fails_the_sweep_before_any_run(apis, eck, namespace, operator):
+    create_sweep(apis, namespace, "bad", matrix=[{"field": "index.refreshInterval", "values": ["1s", "soon"]}])
+    done = wait_for(lambda: (s := get_sweep(apis, namespace, "bad")) and phase(s) == "Failed" and s, 30,
+                    "the sweep to fail")
+    assert done["status"]["reason"] == "InvalidSpec"
+    assert "cell c1" in done["status"]["message"] and "index.refreshInterval" in done["status"]["message"]
+    assert runs(apis, namespace, "bad") == [] and eck.list(namespace) == []
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"metadata": {"name": "a-sweep-name-that-is-too-long"}}, "metadata.name must be at most 24 characters"),
+    ({"spec": {"matrix": [{"field": "spec.index.codec", "values": ["default"]}]}}, "matrix field must be a field"),
+    ({"spec": {"repetitions": 0}}, "spec.repetitions"),
+    ({"spec": {"gates": [{"task": "index-append", "metric": "speed", "maxRegressionPercent": 5}]}}, "spec.gates[0].metric"),
+    ({"spec": {"template": {"elasticsearch": {"version": "8.15.3"}}}}, "spec.template.workload"),
+])
+def test_the_api_server_rejects_a_malformed_sweep(apis, namespace, change, message):
+    body = {"apiVersion": api.API_VERSION, "kind": api.SWEEP_KIND, "metadata": {"name": "ok"},
+            "spec": {"template": copy.deepcopy(TEMPLATE), "matrix": CODECS}}
+    for section, values in change.items():
+        body[section].update(values)
+    with pytest.raises(ApiException) as rejected:
+        apis.custom.create_namespaced_custom_object(api.GROUP, api.VERSION, namespace, api.SWEEP_PLURAL, body)
+    assert rejected.value.status == 422 and message in rejected.value.body
+
+
+def test_every_example_sweep_is_accepted_and_every_cell_is_a_valid_experiment(apis, namespace, repo_root):
+    examples = sorted((repo_root / "examples" / "sweeps").glob("*.yaml"))
+    assert {p.name for p in examples} >= {"indexing-knobs.yaml", "codec-search.yaml", "range-queries-versions.yaml",
+                                          "source-filtering-pagination.yaml"}
+    for path in examples:
+        document = yaml.safe_load(path.read_text())
+        stored = apis.custom.create_namespaced_custom_object(
+            api.GROUP, api.VERSION, namespace, api.SWEEP_PLURAL, document, dry_run="All")
+        plan = grid.plan(api.SweepSpec.model_validate(stored["spec"]), namespace)
+        assert len(plan.cells) >= 2 and plan.baseline in plan.cells, path.name

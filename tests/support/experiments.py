@@ -1,0 +1,72 @@
+"""Helpers for tests that drive Experiments (and sweeps) through a real API server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client
+
+from esbench import api
+from esbench.report import RaceReport, encode_report
+from tests.support.standin_eck import StandinEck
+from tests.support.waiting import wait_for
+
+RACE_FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "race"
+
+
+class Apis:
+    def __init__(self, api_client: client.ApiClient):
+        self.custom = client.CustomObjectsApi(api_client)
+        self.core = client.CoreV1Api(api_client)
+        self.batch = client.BatchV1Api(api_client)
+
+
+def successful_race_json() -> dict[str, Any]:
+    """A real race.json from a real Rally run (see tests/fixtures/race/README.md)."""
+    return json.loads(next(iter(sorted(RACE_FIXTURES.glob("*success*.json")))).read_text())
+
+
+def runner_log(report: RaceReport) -> str:
+    """What the runner prints: Rally's own output, then the report lines."""
+    rally_output = ["[INFO] Race id is [r]", "Running index-append [100% done]", "[INFO] SUCCESS (took 61 seconds)"]
+    return "\n".join(rally_output + encode_report(report)) + "\n"
+
+
+def create_experiment(apis: Apis, namespace: str, name: str, **spec_sections) -> dict:
+    spec = {"elasticsearch": {"version": "8.15.3"}, "workload": {"track": "smoke"}}
+    spec.update(spec_sections)
+    spec = {key: value for key, value in spec.items() if value is not None}
+    body = {"apiVersion": api.API_VERSION, "kind": api.KIND, "metadata": {"name": name}, "spec": spec}
+    return apis.custom.create_namespaced_custom_object(api.GROUP, api.VERSION, namespace, api.PLURAL, body)
+
+
+def get_experiment(apis: Apis, namespace: str, name: str) -> dict:
+    return apis.custom.get_namespaced_custom_object(api.GROUP, api.VERSION, namespace, api.PLURAL, name)
+
+
+def wait_phase(apis: Apis, namespace: str, name: str, phase: str, timeout: float = 30) -> dict:
+    def reached():
+        experiment = get_experiment(apis, namespace, name)
+        return experiment if (experiment.get("status") or {}).get("phase") == phase else None
+    return wait_for(reached, timeout, f"{name} to reach phase {phase}",
+                    diagnose=lambda: f"status: {get_experiment(apis, namespace, name).get('status')}")
+
+
+def condition(resource: dict, type_: str) -> dict:
+    return next(c for c in resource["status"]["conditions"] if c["type"] == type_)
+
+
+def events(apis: Apis, namespace: str, name: str) -> list[tuple[str, str]]:
+    items = apis.core.list_namespaced_event(namespace, field_selector=f"involvedObject.name={name}").items
+    return [(event.type, event.reason) for event in sorted(items, key=lambda e: e.metadata.creation_timestamp)]
+
+
+def es_exists(eck: StandinEck, namespace: str, name: str) -> bool:
+    return any(es["metadata"]["name"] == name for es in eck.list(namespace))
+
+
+def job(apis: Apis, namespace: str, name: str):
+    jobs = apis.batch.list_namespaced_job(namespace, label_selector=f"esbench.io/experiment={name}").items
+    return jobs[0] if jobs else None

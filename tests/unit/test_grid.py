@@ -1,0 +1,220 @@
+"""The plan of an ExperimentSweep: cells, field paths, CRD validation, baseline, run order, cluster keys."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from esbench import api, grid
+
+TEMPLATE = {"elasticsearch": {"version": "8.15.0"}, "workload": {"track": "smoke"}}
+CODECS = {"field": "index.codec", "values": ["default", "best_compression"]}
+VERSIONS = {"field": "elasticsearch.version", "values": ["8.15.0", "8.16.0"]}
+
+
+def sweep(*matrix: dict[str, Any], **fields: Any) -> api.SweepSpec:
+    return api.SweepSpec(template=fields.pop("template", TEMPLATE), matrix=list(matrix), **fields)
+
+
+def plan(*matrix: dict[str, Any], **fields: Any) -> grid.Plan:
+    return grid.plan(sweep(*matrix, **fields))
+
+
+def bulk_sizes(n: int) -> dict[str, Any]:
+    return {"field": "workload.trackParams.bulk_size", "values": [100 * (i + 1) for i in range(n)]}
+
+
+def keys(p: grid.Plan) -> list[tuple[str, int]]:
+    return [run.key for run in p.runs]
+
+
+# --- cells ---------------------------------------------------------------------------------
+
+
+def test_matrix_product_varies_the_first_axis_slowest_with_ids_and_labels():
+    cells = plan(CODECS, VERSIONS).cells
+    assert [c.id for c in cells] == ["c0", "c1", "c2", "c3"]
+    assert [c.values for c in cells] == [
+        {"index.codec": "default", "elasticsearch.version": "8.15.0"},
+        {"index.codec": "default", "elasticsearch.version": "8.16.0"},
+        {"index.codec": "best_compression", "elasticsearch.version": "8.15.0"},
+        {"index.codec": "best_compression", "elasticsearch.version": "8.16.0"},
+    ]
+    assert cells[3].label == 'index.codec="best_compression", elasticsearch.version="8.16.0"'
+    assert cells[3].spec["index"]["codec"] == "best_compression"
+    assert cells[3].spec["elasticsearch"]["version"] == "8.16.0"
+
+
+def test_a_template_without_matrix_is_one_cell_repeated():
+    p = plan(repetitions=4)
+    assert [(c.id, c.values, c.label) for c in p.cells] == [("c0", {}, "template")]
+    assert keys(p) == [("c0", r) for r in range(1, 5)]
+
+
+def test_exclude_drops_matching_cells():
+    dropped = {"index.codec": "best_compression", "elasticsearch.version": "8.15.0"}
+    cells = plan(CODECS, VERSIONS, exclude=[dropped]).cells
+    assert [tuple(c.values.values()) for c in cells] == [
+        ("default", "8.15.0"), ("default", "8.16.0"), ("best_compression", "8.16.0")]
+    assert [c.id for c in cells] == ["c0", "c1", "c2"]
+
+
+def test_include_adds_a_cell_once():
+    extra = {"index.codec": "best_compression", "elasticsearch.version": "8.17.0"}
+    existing = {"index.codec": "default", "elasticsearch.version": "8.15.0"}
+    cells = plan(CODECS, VERSIONS, include=[extra, existing, extra]).cells
+    assert len(cells) == 5
+    assert (cells[4].id, cells[4].values) == ("c4", extra)
+    assert cells[4].spec["elasticsearch"]["version"] == "8.17.0"
+
+
+def test_excluding_every_cell_is_invalid():
+    with pytest.raises(grid.InvalidSweep, match="no cells"):
+        plan(CODECS, exclude=[{"index.codec": "default"}, {"index.codec": "best_compression"}])
+
+
+def test_more_than_max_cells_is_invalid():
+    with pytest.raises(grid.InvalidSweep, match=f"at most {grid.MAX_CELLS}"):
+        plan(bulk_sizes(grid.MAX_CELLS + 1))
+    assert len(plan(bulk_sizes(grid.MAX_CELLS), repetitions=1).cells) == grid.MAX_CELLS
+
+
+# --- field paths -----------------------------------------------------------------------------
+
+
+def test_index_settings_path_sets_one_dotted_key():
+    assert grid.path("index.settings.index.translog.durability") == ["index", "settings", "index.translog.durability"]
+    cell = plan({"field": "index.settings.index.translog.durability", "values": ["async"]}).cells[0]
+    assert cell.spec["index"]["settings"] == {"index.translog.durability": "async"}
+
+
+def test_track_params_and_version_paths():
+    cell = plan(bulk_sizes(1), {"field": "elasticsearch.version", "values": ["8.16.1"]}).cells[0]
+    assert cell.spec["workload"]["trackParams"] == {"bulk_size": 100}
+    assert cell.spec["elasticsearch"]["version"] == "8.16.1"
+
+
+def test_with_value_leaves_the_template_untouched():
+    template = {"index": {"settings": {"a": "1"}}}
+    assert grid.with_value(template, "index.settings.b", "2") == {"index": {"settings": {"a": "1", "b": "2"}}}
+    assert template == {"index": {"settings": {"a": "1"}}}
+
+
+# --- validation against the Experiment CRD ------------------------------------------------
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("index.codec", "zstd", 'spec.index.codec: Unsupported value: "zstd"'),
+    ("elasticsearch.version", "8.x", "elasticsearch.version must look like MAJOR.MINOR.PATCH"),
+])
+def test_a_cell_the_crd_rejects_is_invalid_naming_the_cell(field, value, message):
+    with pytest.raises(grid.InvalidSweep) as error:
+        plan({"field": "workload.trackParams.bulk_size", "values": [1, 2]}, {"field": field, "values": [value]})
+    assert str(error.value).startswith(f'cell c0 (workload.trackParams.bulk_size=1, {field}="{value}"): ')
+    assert 'Experiment.esbench.io "cell" is invalid' in str(error.value)
+    assert message in str(error.value)
+
+
+@pytest.mark.parametrize("field", ["metadata.name", "spec.index.codec", "index", "index..codec"])
+def test_a_field_outside_the_spec_is_invalid(field):
+    with pytest.raises(grid.InvalidSweep, match="not a field of the Experiment spec"):
+        plan({"field": field, "values": ["x"]})
+
+
+def test_cells_come_back_with_crd_defaults():
+    spec = plan(CODECS).cells[0].spec
+    assert spec["workload"]["source"] == "Bundled"
+    assert spec["rally"]["cleanup"] == "Delete"
+
+
+# --- baseline and gates -------------------------------------------------------------------
+
+
+def test_baseline_is_chosen_by_values_and_defaults_to_the_first_cell():
+    assert plan(CODECS, VERSIONS).baseline.id == "c0"
+    assert plan(CODECS, VERSIONS, baseline={"index.codec": "best_compression"}).baseline.id == "c2"
+
+
+def test_a_baseline_matching_no_cell_is_invalid():
+    with pytest.raises(grid.InvalidSweep, match="matches no cell"):
+        plan(CODECS, baseline={"index.codec": "zstd"})
+
+
+def test_a_gate_naming_an_unknown_cell_is_invalid():
+    gate = {"task": "bulk", "metric": "throughput.median", "maxRegressionPercent": 5, "cells": ["c1", "c9"]}
+    with pytest.raises(grid.InvalidSweep, match=r"unknown cells \['c9'\]"):
+        plan(CODECS, gates=[gate])
+
+
+# --- run order -------------------------------------------------------------------------------
+
+
+def test_interleaved_runs_rounds_of_every_cell():
+    assert keys(plan(CODECS, repetitions=2)) == [("c0", 1), ("c1", 1), ("c0", 2), ("c1", 2)]
+
+
+def test_sequential_runs_a_cells_repetitions_back_to_back():
+    assert keys(plan(CODECS, repetitions=2, order="Sequential")) == [("c0", 1), ("c0", 2), ("c1", 1), ("c1", 2)]
+
+
+def test_shuffled_rounds_are_seeded_permutations_of_every_cell():
+    def shuffled(seed: int) -> list[tuple[str, int]]:
+        return keys(plan(bulk_sizes(8), repetitions=3, order="Shuffled", seed=seed))
+
+    order = shuffled(7)
+    assert order == shuffled(7)
+    assert order != shuffled(8)
+    for repetition in (1, 2, 3):
+        round_ = order[(repetition - 1) * 8:repetition * 8]
+        assert sorted(round_) == sorted((f"c{i}", repetition) for i in range(8))
+    assert order != keys(plan(bulk_sizes(8), repetitions=3))  # 8! orders: not the interleaved one
+
+
+@pytest.mark.parametrize("order", list(api.RunOrder))
+def test_every_run_appears_exactly_once_in_every_order(order):
+    runs = keys(plan(CODECS, VERSIONS, repetitions=3, order=order))
+    assert Counter(runs) == Counter((f"c{c}", r) for c in range(4) for r in (1, 2, 3))
+
+
+# --- cluster keys ------------------------------------------------------------------------------
+
+
+def key_of(**overrides: Any) -> str:
+    spec = TEMPLATE
+    for field, value in overrides.items():
+        spec = grid.with_value(spec, field.replace("__", "."), value)
+    return grid.cluster_key(grid.plan(api.SweepSpec(template=spec)).cells[0].spec)
+
+
+def test_cells_differing_only_in_index_or_track_params_share_a_cluster():
+    assert key_of() == key_of(index__codec="best_compression") == key_of(workload__trackParams__bulk_size=500)
+
+
+def test_cells_differing_in_the_cluster_do_not_share_it():
+    assert key_of() != key_of(elasticsearch__version="8.16.0")
+    assert key_of() != key_of(elasticsearch__nodeCount=3)
+
+
+def test_cells_with_different_tracks_do_not_share_a_cluster():
+    # Rally's store size and segment count cover every index on the cluster (grid.cluster_key).
+    assert key_of() != key_of(workload__track="indexing")
+
+
+def test_an_exclude_naming_a_field_no_axis_has_is_an_error_not_a_no_op():
+    spec = api.SweepSpec.model_validate({
+        "template": {"elasticsearch": {"version": "8.15.3"}, "workload": {"track": "smoke"}},
+        "matrix": [{"field": "index.codec", "values": ["default", "best_compression"]}],
+        "exclude": [{"index.codec_": "default"}]})
+    with pytest.raises(grid.InvalidSweep, match="exclude names index.codec_"):
+        grid.plan(spec)
+
+
+def test_a_gate_on_the_baseline_itself_is_an_error():
+    spec = api.SweepSpec.model_validate({
+        "template": {"elasticsearch": {"version": "8.15.3"}, "workload": {"track": "smoke"}},
+        "matrix": [{"field": "index.codec", "values": ["default", "best_compression"]}],
+        "gates": [{"task": "index-append", "metric": "throughput.median", "maxRegressionPercent": 5, "cells": ["c0"]}]})
+    with pytest.raises(grid.InvalidSweep, match="names the baseline c0"):
+        grid.plan(spec)

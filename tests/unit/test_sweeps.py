@@ -1,0 +1,204 @@
+"""The pure parts of an ExperimentSweep's lifecycle (progress, groups, scheduling, gates) and its manifests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from esbench import api, builders, grid, names, stats, sweeps
+
+TEMPLATE = {"elasticsearch": {"version": "8.15.0"}, "workload": {"track": "smoke"}}
+CODECS = {"field": "index.codec", "values": ["default", "best_compression"]}
+VERSIONS = {"field": "elasticsearch.version", "values": ["8.15.0", "8.16.0"]}
+
+
+def plan(*matrix: dict[str, Any], **fields: Any) -> grid.Plan:
+    return grid.plan(api.SweepSpec(template=fields.pop("template", TEMPLATE), matrix=list(matrix), **fields))
+
+
+def sweep(name: str = "bench") -> builders.Sweep:
+    return builders.Sweep(name, "default", "sweep-uid", api.SweepSpec(template=TEMPLATE))
+
+
+def child(cell: str, repetition: int, phase: str | None = None, reason: str | None = None,
+          attempt: int = 1) -> dict[str, Any]:
+    """A run's Experiment as the sweep created it, with the status its own reconciler wrote."""
+    body = builders.sweep_run_manifest(sweep(), cell, cell, TEMPLATE, repetition, attempt, None)
+    if phase:
+        body["status"] = {"phase": phase, "reason": reason}
+    return body
+
+
+def states(p: grid.Plan, children: list[dict[str, Any]], max_retries: int = 1) -> dict[tuple[str, int], str]:
+    return {s.run.key: s.state for s in sweeps.progress(p, children, max_retries)}
+
+
+def to_start(p: grid.Plan, children: list[dict[str, Any]], parallelism: int = 1, reuse: bool = True) -> list:
+    by_key = {s.run.key: s for s in sweeps.progress(p, children, max_retries=1)}
+    return [r.key for r in sweeps.runs_to_start(p, by_key, sweeps.groups(p, reuse), parallelism)]
+
+
+# --- progress ------------------------------------------------------------------------------
+
+
+def test_progress_groups_attempts_per_run_in_attempt_order():
+    p = plan(CODECS)
+    retry, first = child("c0", 1, "Benchmarking", attempt=2), child("c0", 1, "Failed", attempt=1)
+    found = sweeps.progress(p, [retry, first, child("c9", 1, "Succeeded")], max_retries=1)
+    assert [s.run.key for s in found] == [("c0", 1), ("c1", 1), ("c0", 2), ("c1", 2), ("c0", 3), ("c1", 3)]
+    assert found[0].attempts == [first, retry] and found[0].latest is retry
+    assert all(not s.attempts for s in found[1:])  # a cell the plan does not have is not followed
+
+
+def test_run_states_follow_the_latest_attempt():
+    found = states(plan(CODECS, repetitions=1), [child("c0", 1, "Provisioning"), child("c1", 1, "Succeeded")])
+    assert found == {("c0", 1): "Running", ("c1", 1): "Succeeded"}
+    assert states(plan(CODECS, repetitions=1), [child("c0", 1)])[("c1", 1)] == "Pending"
+    assert states(plan(CODECS, repetitions=1), [child("c0", 1)])[("c0", 1)] == "Running"  # no status yet
+
+
+def test_a_failed_run_with_retries_left_is_pending_again_and_failed_after_the_last():
+    p = plan(repetitions=1)
+    first, second = child("c0", 1, "Failed", "RaceFailed"), child("c0", 1, "Failed", "RaceFailed", attempt=2)
+    assert states(p, [first], max_retries=1)[("c0", 1)] == "Pending"
+    assert states(p, [first, second], max_retries=1)[("c0", 1)] == "Failed"
+    assert states(p, [first], max_retries=0)[("c0", 1)] == "Failed"
+
+
+def test_an_invalid_spec_is_never_retried():
+    assert states(plan(repetitions=1), [child("c0", 1, "Failed", "InvalidSpec")], max_retries=5)[("c0", 1)] == "Failed"
+
+
+# --- groups ----------------------------------------------------------------------------------
+
+
+def test_with_reuse_cells_differing_only_in_index_settings_form_one_group():
+    p = plan({"field": "index.settings.index.translog.durability", "values": ["request", "async"]}, repetitions=2)
+    assert [[r.key for r in runs] for runs in sweeps.groups(p, reuse=True).values()] == [
+        [("c0", 1), ("c1", 1), ("c0", 2), ("c1", 2)]]
+
+
+def test_without_reuse_each_run_is_its_own_group():
+    run_groups = sweeps.groups(plan(CODECS, repetitions=2), reuse=False)
+    assert [[r.key for r in runs] for runs in run_groups.values()] == [[("c0", 1)], [("c1", 1)], [("c0", 2)],
+                                                                       [("c1", 2)]]
+
+
+def test_runs_against_an_existing_cluster_always_share_one_group():
+    target = {"target": {"elasticsearchRef": {"name": "es"}}, "workload": {"track": "smoke"}}
+    assert len(sweeps.groups(plan(CODECS, template=target), reuse=False)) == 1
+
+
+# --- runs_to_start ---------------------------------------------------------------------------
+
+
+def test_reuse_with_parallelism_one_starts_one_run_and_never_a_second_in_its_group():
+    p = plan(CODECS, VERSIONS, repetitions=2)  # groups by version: c0+c2 on 8.15.0, c1+c3 on 8.16.0
+    assert to_start(p, []) == [("c0", 1)]
+    assert to_start(p, [child("c0", 1, "Benchmarking")]) == []
+
+
+def test_a_group_at_work_keeps_its_slot_and_starts_its_next_run_in_plan_order():
+    p = plan(CODECS, VERSIONS, repetitions=2)
+    assert to_start(p, [child("c0", 1, "Succeeded")]) == [("c2", 1)]
+    done = [child(c, r, "Succeeded") for c in ("c0", "c2") for r in (1, 2)]
+    assert to_start(p, done) == [("c1", 1)]  # a finished group frees its slot
+
+
+def test_parallelism_two_starts_one_run_in_each_version_group():
+    assert to_start(plan(VERSIONS, repetitions=2), [], parallelism=2) == [("c0", 1), ("c1", 1)]
+
+
+def test_without_reuse_parallelism_bounds_the_runs_at_once():
+    p = plan(CODECS, repetitions=3)
+    assert to_start(p, [], parallelism=3, reuse=False) == [("c0", 1), ("c1", 1), ("c0", 2)]
+    assert to_start(p, [child("c0", 1, "Benchmarking")], parallelism=3, reuse=False) == [("c1", 1), ("c0", 2)]
+
+
+def test_a_retry_comes_before_later_pending_runs_of_its_group():
+    p = plan(CODECS, repetitions=2)
+    assert to_start(p, [child("c0", 1, "Failed", "RaceFailed"), child("c1", 1, "Succeeded")]) == [("c0", 1)]
+
+
+# --- gates -----------------------------------------------------------------------------------
+
+
+def results(*throughputs: float) -> list[api.Results]:
+    return [api.Results(tasks=[api.TaskResult(task="bulk", throughput=api.Throughput(median=t, unit="docs/s"))])
+            for t in throughputs]
+
+
+BASELINE = results(1000, 1010, 990, 1005, 995)
+ROWS_20_PERCENT_WORSE = stats.compare_cells({"c0": BASELINE, "c1": results(800, 808, 792, 804, 796)}, "c0",
+                                            stats.Test.WELCH_T)
+ROWS_UNCHANGED = stats.compare_cells({"c0": BASELINE, "c1": results(1000, 1012, 988, 1003, 997)}, "c0",
+                                     stats.Test.WELCH_T)
+
+
+def gate(max_regression: float, task: str = "bulk", cells: list[str] | None = None) -> api.Gate:
+    return api.Gate(task=task, metric="throughput.median", max_regression_percent=max_regression, cells=cells)
+
+
+def test_the_fixture_rows_say_what_their_names_say():
+    assert [(c.cell, c.verdict) for c in ROWS_20_PERCENT_WORSE[0].cells] == [
+        ("c0", stats.Verdict.BASELINE), ("c1", stats.Verdict.WORSE)]
+    assert ROWS_UNCHANGED[0].cells[1].verdict == stats.Verdict.NO_SIGNIFICANT_CHANGE
+
+
+@pytest.mark.parametrize("rows, max_regression", [(ROWS_UNCHANGED, 0), (ROWS_20_PERCENT_WORSE, 25)])
+def test_a_gate_passes_when_complete_without_a_significant_regression_beyond_the_limit(rows, max_regression):
+    [verdict] = sweeps.gate_results([gate(max_regression)], rows, "c0", complete=True)
+    assert verdict["result"] == "Passed"
+
+
+def test_a_gate_fails_on_a_significant_regression_beyond_the_limit_even_before_completion():
+    for complete in (False, True):
+        [verdict] = sweeps.gate_results([gate(10)], ROWS_20_PERCENT_WORSE, "c0", complete)
+        assert verdict["result"] == "Failed"
+        assert verdict["message"].startswith("significant regression beyond 10.0%: c1 -20.0%")
+
+
+def test_a_gate_is_pending_while_the_sweep_runs():
+    [verdict] = sweeps.gate_results([gate(5)], ROWS_UNCHANGED, "c0", complete=False)
+    assert verdict["result"] == "Pending"
+
+
+def test_a_gate_fails_when_complete_without_data_for_its_task_or_cell():
+    gates = [gate(5, task="search"), gate(5, cells=["c2"])]
+    [no_task, no_cell] = sweeps.gate_results(gates, ROWS_UNCHANGED, "c0", complete=True)
+    assert (no_task["result"], no_task["message"]) == ("Failed", "no comparison for any cell")
+    assert (no_cell["result"], no_cell["message"]) == ("Failed", "no comparison for c2")
+
+
+# --- manifests and names --------------------------------------------------------------------
+
+
+def test_a_run_on_a_shared_cluster_targets_it_and_is_owned_by_the_sweep():
+    cell = plan(CODECS, VERSIONS).cells[3]
+    run = builders.sweep_run_manifest(sweep(), cell.id, cell.label, cell.spec, 2, 1, "bench-g1")
+    assert run["kind"] == "Experiment" and run["metadata"]["name"] == "bench-c3-r2"
+    assert run["spec"]["target"] == {"elasticsearchRef": {"name": "bench-g1"}} and "elasticsearch" not in run["spec"]
+    assert run["spec"]["index"] == {"codec": "best_compression"}
+    assert run["metadata"]["labels"].items() >= {"esbench.io/sweep": "bench", "esbench.io/cell": "c3",
+                                                 "esbench.io/repetition": "2", "esbench.io/attempt": "1"}.items()
+    [owner] = run["metadata"]["ownerReferences"]
+    assert owner.items() >= {"apiVersion": "esbench.io/v1alpha1", "kind": "ExperimentSweep", "name": "bench",
+                             "uid": "sweep-uid", "controller": True}.items()
+    assert "elasticsearch" in builders.sweep_run_manifest(sweep(), cell.id, cell.label, cell.spec, 2, 1, None)["spec"]
+
+
+def test_run_names_carry_cell_repetition_and_retry_within_the_name_limit():
+    assert names.sweep_run_name("bench", "c3", 2, 1) == "bench-c3-r2"
+    assert names.sweep_run_name("bench", "c3", 2, 2) == "bench-c3-r2-a2"
+    longest = names.sweep_run_name("s" * names.MAX_SWEEP_NAME, "c199", 50, 6)
+    assert names.MAX_SWEEP_NAME == 24 and len(longest) <= names.MAX_EXPERIMENT_NAME == 36
+
+
+def test_a_shared_cluster_is_owned_by_the_sweep():
+    es = api.Elasticsearch(version="8.15.0", node_count=3)
+    cluster = builders.cluster_manifest(sweep(), names.sweep_cluster_name("bench", 0), es)
+    assert cluster["metadata"]["name"] == "bench-g0"
+    assert cluster["metadata"]["labels"]["esbench.io/sweep"] == "bench"
+    assert cluster["metadata"]["ownerReferences"][0]["kind"] == "ExperimentSweep"
+    assert cluster["spec"]["nodeSets"][0]["count"] == 3
