@@ -33,10 +33,6 @@ _tracked_sweeps: set[tuple[str, str]] = set()
 logger = logging.getLogger(__name__)
 
 
-def _emit(body: dict[str, Any], type_: str, reason: str, message: str) -> None:
-    kopf.event(body, type=type_, reason=reason, message=message)
-
-
 def _api_client() -> kubernetes.client.ApiClient:
     try:
         kubernetes.config.load_incluster_config()
@@ -58,9 +54,8 @@ async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     # The kubelet probes liveness every few seconds; those requests are not news.
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
     kube = Kube(_api_client())
-    _reconciler = Reconciler(kube, SETTINGS, _emit)
-    _sweep_reconciler = SweepReconciler(kube, _emit)
-    # Created here so that it inherits kopf's context (needed to post Events).
+    _reconciler = Reconciler(kube, SETTINGS, kube.post_event)
+    _sweep_reconciler = SweepReconciler(kube, kube.post_event)
     asyncio.get_running_loop().create_task(_resync_forever())
 
 

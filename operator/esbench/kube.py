@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes import client
@@ -62,6 +63,25 @@ class Kube:
         self.custom.patch_namespaced_custom_object_status(
             api.GROUP, api.VERSION, namespace, api.SWEEP_PLURAL, name, {"status": status}
         )
+
+    # --- Events ---
+
+    def post_event(self, involved: dict[str, Any], type_: str, reason: str, message: str) -> None:
+        """A core/v1 Event about an esbench resource, like `kubectl describe` shows.
+
+        Posted directly rather than with kopf.event, which works only inside kopf's own tasks,
+        not from the operator-wide resync loop.
+        """
+        meta = involved["metadata"]
+        now = datetime.now(UTC).isoformat()
+        self.core.create_namespaced_event(meta["namespace"], {
+            "metadata": {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]},
+            "involvedObject": {"apiVersion": involved.get("apiVersion"), "kind": involved.get("kind"),
+                               "name": meta["name"], "namespace": meta["namespace"], "uid": meta.get("uid")},
+            "type": type_, "reason": reason, "message": message[:1024],
+            "source": {"component": "esbench-operator"}, "reportingComponent": "esbench-operator",
+            "firstTimestamp": now, "lastTimestamp": now, "count": 1,
+        })
 
     # --- ECK Elasticsearch ---
 
