@@ -192,7 +192,10 @@ def test_a_cell_the_experiment_crd_rejects_fails_the_sweep_before_any_run(apis, 
     ({"spec": {"matrix": [{"field": "spec.index.codec", "values": ["default"]}]}}, "matrix field must be a field"),
     ({"spec": {"repetitions": 0}}, "spec.repetitions"),
     ({"spec": {"gates": [{"task": "index-append", "metric": "speed", "maxRegressionPercent": 5}]}}, "spec.gates[0].metric"),
-    ({"spec": {"template": {"elasticsearch": {"version": "8.15.3"}}}}, "spec.template.workload"),
+    ({"spec": {"template": {"elasticsearch": {"version": "8.15.3"}}}}, "spec.template.workload: Required value"),
+    ({"spec": {"template": {**TEMPLATE, "index": {"codec": "zstd"}}}}, "spec.template.index.codec: Unsupported value"),
+    ({"spec": {"template": {**TEMPLATE, "target": {"elasticsearchRef": {"name": "x"}}}}},
+     "set either spec.elasticsearch (a cluster of the Experiment's own) or spec.target"),
 ])
 def test_the_api_server_rejects_a_malformed_sweep(apis, namespace, change, message):
     body = {"apiVersion": api.API_VERSION, "kind": api.SWEEP_KIND, "metadata": {"name": "ok"},
