@@ -91,6 +91,8 @@ def _needs_resync(body: kopf.Body) -> bool:
 @kopf.on.event(api.GROUP, api.VERSION, api.PLURAL)
 def experiment_event(type: str | None, body: kopf.Body, namespace: str, name: str, **_: Any) -> None:
     key = (namespace, name)
+    if type == "DELETED" and _reconciler is not None:
+        _reconciler.locks.forget(key)
     if type == "DELETED" or not _needs_resync(body):
         _tracked.discard(key)
         return
@@ -114,6 +116,8 @@ def job_changed(namespace: str, labels: dict[str, str], **_: Any) -> None:
 @kopf.on.event(api.GROUP, api.VERSION, api.SWEEP_PLURAL)
 def sweep_event(type: str | None, body: kopf.Body, namespace: str, name: str, **_: Any) -> None:
     key = (namespace, name)
+    if type == "DELETED" and _sweep_reconciler is not None:
+        _sweep_reconciler.locks.forget(key)
     if type == "DELETED" or body.get("status", {}).get("phase") in [p.value for p in api.SWEEP_TERMINAL_PHASES]:
         _tracked_sweeps.discard(key)
         return

@@ -10,7 +10,6 @@ makes a second cluster, a second Job or a second copy of the results.
 from __future__ import annotations
 
 import threading
-from collections import defaultdict
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -34,6 +33,23 @@ ECK_NOT_INSTALLED = (
 )
 
 
+class KeyedLocks:
+    """One lock per object: events for one object arrive from several watches at once."""
+
+    def __init__(self) -> None:
+        self._locks: dict[tuple[str, str], threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    def __call__(self, key: tuple[str, str]) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(key, threading.Lock())
+
+    def forget(self, key: tuple[str, str]) -> None:
+        """Drop the lock of an object that is gone (the operator may see many over its life)."""
+        with self._guard:
+            self._locks.pop(key, None)
+
+
 class RetryLater(Exception):
     """The step cannot finish now (e.g. a log not readable yet); the next resync tries again."""
 
@@ -55,11 +71,10 @@ class Reconciler:
         self.kube = kube
         self.settings = settings
         self.emit = emit
-        self._locks: defaultdict[tuple[str, str], threading.Lock] = defaultdict(threading.Lock)
+        self.locks = KeyedLocks()
 
     def reconcile(self, namespace: str, name: str) -> None:
-        # Events for one Experiment arrive from several watches at once; one step at a time.
-        with self._locks[(namespace, name)]:
+        with self.locks((namespace, name)):
             body = self.kube.get_experiment(namespace, name)
             if body is None or body["metadata"].get("deletionTimestamp"):
                 return

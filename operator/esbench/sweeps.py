@@ -13,7 +13,6 @@ reuse, each run creates its own cluster and `parallelism` bounds the runs at onc
 
 from __future__ import annotations
 
-import threading
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -26,7 +25,7 @@ from esbench.api import (
     SWEEP_TERMINAL_PHASES, CleanupPolicy, Elasticsearch, Gate, Phase, Results, SweepPhase, SweepSpec,
 )
 from esbench.kube import KindNotServed, Kube
-from esbench.lifecycle import ECK_NOT_INSTALLED, EventSink
+from esbench.lifecycle import ECK_NOT_INSTALLED, EventSink, KeyedLocks
 
 COMPLETE = "Complete"
 GATES_PASSED = "GatesPassed"
@@ -173,10 +172,10 @@ class SweepReconciler:
     def __init__(self, kube: Kube, emit: EventSink):
         self.kube = kube
         self.emit = emit
-        self._locks: defaultdict[tuple[str, str], threading.Lock] = defaultdict(threading.Lock)
+        self.locks = KeyedLocks()
 
     def reconcile(self, namespace: str, name: str) -> None:
-        with self._locks[(namespace, name)]:
+        with self.locks((namespace, name)):
             body = self.kube.get_sweep(namespace, name)
             if body is None or body["metadata"].get("deletionTimestamp"):
                 return
