@@ -56,9 +56,12 @@ node-down:
 
 bench: deps
 	$(PYTHON) bench/operator_overhead.py
+	$(PYTHON) bench/sweep_reuse.py
 
 # crds/ is the single source of truth; the chart ships a copy (tests/chart fails on drift).
+# The sweep CRD's spec.template is the Experiment CRD's spec schema (tests/unit fails on drift).
 sync-chart-crds:
+	$(PYTHON) scripts/sync-sweep-template.py
 	bash scripts/sync-chart-crds.sh
 
 clean:

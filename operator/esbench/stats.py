@@ -32,7 +32,6 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from scipy import stats as scipy_stats
 
 from esbench import api, compare
 from esbench.compare import Direction, Metric, Section
@@ -41,6 +40,13 @@ from esbench.compare import Direction, Metric, Section
 # The sweep's choice (api.Statistics.test): Welch compares means, Mann-Whitney distributions.
 Test = api.SignificanceTest
 
+
+
+def _scipy_stats():
+    # scipy (with numpy) adds some 80 MiB to the operator: loaded by the first sweep, not at start.
+    from scipy import stats
+
+    return stats
 
 class Verdict(str, Enum):
     BETTER = "Better"
@@ -83,7 +89,7 @@ def summarize(values: Sequence[float], confidence: float = 0.95) -> Summary:
     # tiny non-zero value), which keeps the zero-variance checks below reliable.
     std_dev = statistics.stdev(values)
     cv_percent = std_dev / abs(mean) * 100 if mean else None
-    half_width = float(scipy_stats.t.ppf((1 + confidence) / 2, n - 1)) * std_dev / math.sqrt(n)
+    half_width = float(_scipy_stats().t.ppf((1 + confidence) / 2, n - 1)) * std_dev / math.sqrt(n)
     return Summary(n, median, mean, std_dev, cv_percent, mean - half_width, mean + half_width)
 
 
@@ -103,12 +109,12 @@ def p_value(baseline: Sequence[float], contender: Sequence[float], test: Test) -
             return None
         # From the exact stdlib summaries: the same test as ttest_ind(equal_var=False), without
         # scipy's precision-loss warning for (nearly) constant samples.
-        result = scipy_stats.ttest_ind_from_stats(
+        result = _scipy_stats().ttest_ind_from_stats(
             a.mean, a.std_dev, a.n, b.mean, b.std_dev, b.n, equal_var=False
         )
     elif test == Test.MANN_WHITNEY_U:
         # method "auto": exact for small samples without ties, normal approximation otherwise.
-        result = scipy_stats.mannwhitneyu(baseline, contender, alternative="two-sided")
+        result = _scipy_stats().mannwhitneyu(baseline, contender, alternative="two-sided")
     else:
         raise ValueError(f"unknown test {test!r}")
     p = float(result.pvalue)

@@ -13,6 +13,7 @@ reuse, each run creates its own cluster and `parallelism` bounds the runs at onc
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -173,6 +174,7 @@ class SweepReconciler:
         self.kube = kube
         self.emit = emit
         self.locks = KeyedLocks()
+        self._comparisons: dict[str, tuple[tuple[str, ...], list[stats.Row]]] = {}
 
     def reconcile(self, namespace: str, name: str) -> None:
         with self.locks((namespace, name)):
@@ -184,7 +186,7 @@ class SweepReconciler:
                 return
             try:
                 sweep = builders.Sweep.from_body(body)
-                plan = grid.plan(sweep.spec, namespace)
+                plan = _plan(sweep.uid, sweep.spec.model_dump_json(), namespace)
             except (ValidationError, grid.InvalidSweep) as error:
                 message = _message(error)
                 self._patch(body, {"phase": SweepPhase.FAILED.value, "reason": "InvalidSpec", "message": message,
@@ -213,9 +215,16 @@ class SweepReconciler:
             if key in clusters and all(by_key[r.key].final for r in runs):
                 self._release(sweep, clusters[key], any(by_key[r.key].state == RunState.FAILED for r in runs))
 
-        rows = comparison(plan, states, spec)
+        # Recomputed only when another run has succeeded: every run's end triggers several
+        # reconciles (its status patches), and the statistics are the expensive part.
+        succeeded = tuple(sorted(s.latest["metadata"]["name"] for s in states if s.state == RunState.SUCCEEDED))
+        cached = self._comparisons.get(sweep.uid)
+        rows = cached[1] if cached and cached[0] == succeeded else comparison(plan, states, spec)
+        self._comparisons[sweep.uid] = (succeeded, rows)
         counts = _counts(states)
         complete = counts["succeeded"] + counts["failed"] == len(states)
+        if complete:
+            self._comparisons.pop(sweep.uid)
         gates = gate_results(spec.gates or [], rows, plan.baseline.id, complete)
         patch: dict[str, Any] = {
             "baseline": plan.baseline.id,
@@ -296,6 +305,12 @@ class SweepReconciler:
         if all(current.get(k) == v for k, v in patch.items()):
             return  # nothing new: no write, no event storm from our own updates
         self.kube.patch_sweep_status(body["metadata"]["namespace"], body["metadata"]["name"], patch)
+
+
+@functools.lru_cache(maxsize=64)
+def _plan(uid: str, spec_json: str, namespace: str) -> grid.Plan:
+    # A sweep's spec is immutable, and checking every cell against the CRD takes a while.
+    return grid.plan(SweepSpec.model_validate_json(spec_json), namespace)
 
 
 def _group_of(run: grid.Run, run_groups: dict[str, list[grid.Run]]) -> str:

@@ -214,8 +214,12 @@ class EckStandin:
         current = es.get("status") or {}
         if all(current.get(key) == value for key, value in status.items()):
             return
-        self.custom.patch_namespaced_custom_object_status(
-            GROUP, VERSION, es["metadata"]["namespace"], PLURAL, es["metadata"]["name"], {"status": status})
+        try:
+            self.custom.patch_namespaced_custom_object_status(
+                GROUP, VERSION, es["metadata"]["namespace"], PLURAL, es["metadata"]["name"], {"status": status})
+        except ApiException as error:
+            if error.status != 404:  # deleted meanwhile (a finished sweep's cluster): nothing to report on
+                raise
 
     @staticmethod
     def _exists(read, namespace: str, name: str) -> bool:

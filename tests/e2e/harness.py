@@ -1,15 +1,25 @@
-"""What the end-to-end tests share: where things are, how a cluster is driven (kubectl, Helm, images)."""
+"""What the end-to-end tests share: where things are, how a cluster is driven (kubectl, Helm, images),
+and the environment itself (the cluster, ECK or its stand-in, the installed chart) as plain
+context managers, so that a benchmark script sets up exactly what the e2e fixtures set up.
+"""
 
 from __future__ import annotations
 
 import os
 import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from kubernetes import client
+import yaml
+from kubernetes import client, config
 
-from tests.support.controlplane import k8s_bin_dir
+from tests.e2e.eck_standin import EckStandin
+from tests.support.controlplane import eck_crd_path, k8s_bin_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE_DIR = Path(os.environ.get("ESBENCH_NODE_DIR", "/var/lib/esbench-node"))
@@ -57,3 +67,115 @@ class Cluster:
             run(["kind", "load", "docker-image", ESBENCH_IMAGE, "--name", os.environ.get("KIND_CLUSTER_NAME", "kind")])
 
 
+@contextmanager
+def obtain_cluster(flavour: str | None = None, keep: bool | None = None) -> Iterator[Cluster]:
+    """The cluster of ESBENCH_E2E_CLUSTER (default `node`); see tests/e2e/conftest.py.
+
+    `node`: a node already up is reused and kept; otherwise scripts/node/up.sh starts one and
+    scripts/node/down.sh removes it afterwards, unless `keep` (default: ESBENCH_E2E_KEEP_NODE).
+    PermissionError when not root (the node needs containers, iptables, mounts).
+    """
+    flavour = flavour or os.environ.get("ESBENCH_E2E_CLUSTER", "node")
+    keep = bool(os.environ.get("ESBENCH_E2E_KEEP_NODE")) if keep is None else keep
+    started = False
+    if flavour == "node":
+        if os.geteuid() != 0:
+            raise PermissionError("the offline node needs root (containers, iptables, mounts)")
+        kubeconfig = NODE_DIR / "admin.kubeconfig"
+        if not kubeconfig.exists():
+            started = True
+            try:
+                kubeconfig = Path(script("node/up.sh"))
+            except RuntimeError:
+                run(["bash", str(ROOT / "scripts/node/down.sh")])
+                raise
+    elif flavour == "kind":
+        kubeconfig = Path(os.environ.get("KUBECONFIG", Path.home() / ".kube/config"))
+    else:
+        raise ValueError(f"ESBENCH_E2E_CLUSTER={flavour!r}: use node or kind")
+    try:
+        yield Cluster(flavour, kubeconfig, config.new_client_from_config(str(kubeconfig)))
+    finally:
+        if started and not keep:
+            run(["bash", str(ROOT / "scripts/node/down.sh")])
+
+
+def _wait_established(cluster: Cluster, crd: str, timeout: float = 60) -> None:
+    extensions = client.ApiextensionsV1Api(cluster.api)
+    deadline = time.monotonic() + timeout
+    while not any(c.type == "Established" and c.status == "True" for c in
+                  extensions.read_custom_resource_definition(crd).status.conditions or []):
+        assert time.monotonic() < deadline, f"the CRD {crd} was not Established within {timeout:.0f}s"
+        time.sleep(0.5)
+
+
+@contextmanager
+def eck_standin(cluster: Cluster) -> Iterator[EckStandin | None]:
+    """On the offline node: the real ECK CRD and the stand-in for ECK's controller running real
+    Elasticsearch pods. On kind: the real ECK operator, installed beforehand with its Helm chart
+    (see .github/workflows/e2e.yaml), so nothing is stood in for (yields None)."""
+    if cluster.flavour == "kind":
+        client.ApiextensionsV1Api(cluster.api).read_custom_resource_definition(
+            "elasticsearches.elasticsearch.k8s.elastic.co")  # fails clearly when ECK is missing
+        yield None
+        return
+    crd = eck_crd_path()
+    if not crd.is_file():
+        script("eck-crds.sh")
+    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(crd))
+    _wait_established(cluster, "elasticsearches.elasticsearch.k8s.elastic.co")
+    # Its own API client: it runs in a thread of its own.
+    standin = EckStandin(config.new_client_from_config(str(cluster.kubeconfig))).start()
+    try:
+        yield standin
+    finally:
+        standin.stop()
+
+
+@contextmanager
+def installed_operator(cluster: Cluster, resync_seconds: int = 2) -> Iterator[dict[str, Any]]:
+    """The esbench chart installed with Helm, its operator pod running, in a restricted namespace;
+    uninstalled afterwards. The images must be in the cluster (Cluster.load_images).
+
+    Helm installs a chart's crds/ only on the first install, so on a node kept from an earlier
+    run the CRDs would be stale: crds/ (the source of truth) is applied first, every time.
+    """
+    namespace = OPERATOR_NAMESPACE
+    core = client.CoreV1Api(cluster.api)
+    try:
+        core.create_namespace({"metadata": {"name": namespace, "labels": RESTRICTED}})
+    except client.ApiException as error:
+        if error.status != 409:
+            raise
+    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(ROOT / "crds"))
+    for crd in sorted((ROOT / "crds").glob("*.yaml")):
+        _wait_established(cluster, yaml.safe_load(crd.read_text())["metadata"]["name"])
+    repository, tag = ESBENCH_IMAGE.rsplit(":", 1)
+    started = time.monotonic()
+    cluster.helm("upgrade", "--install", RELEASE, str(ROOT / "charts/esbench"), "--namespace", namespace,
+                 "--set", f"image.repository={repository}", "--set", f"image.tag={tag}",
+                 "--set", "image.pullPolicy=Never", "--set", f"operator.resyncSeconds={resync_seconds}",
+                 "--wait", "--timeout", "180s")
+    install_seconds = time.monotonic() - started
+    try:
+        yield {"namespace": namespace, "release": RELEASE, "install_seconds": install_seconds}
+    finally:
+        cluster.helm("uninstall", RELEASE, "--namespace", namespace, "--wait", "--timeout", "120s")
+        core.delete_namespace(namespace)
+
+
+@contextmanager
+def restricted_namespace(cluster: Cluster, prefix: str = "e2e-") -> Iterator[str]:
+    """A fresh namespace that enforces Pod Security "restricted" (every pod must comply to exist);
+    on exit it is deleted and waited for, so that what comes next starts from a clean cluster."""
+    name = f"{prefix}{uuid.uuid4().hex[:6]}"
+    core = client.CoreV1Api(cluster.api)
+    core.create_namespace({"metadata": {"name": name, "labels": RESTRICTED}})
+    try:
+        yield name
+    finally:
+        core.delete_namespace(name)
+        deadline = time.monotonic() + 180
+        while any(ns.metadata.name == name for ns in core.list_namespace().items):
+            assert time.monotonic() < deadline, f"namespace {name} still there 180s after its deletion"
+            time.sleep(1)

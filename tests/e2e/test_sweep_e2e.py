@@ -1,0 +1,101 @@
+"""End to end: an ExperimentSweep whose cells differ only in index settings shares one real cluster.
+
+Real: the API server, scheduler, controllers, kubelet, containerd, kube-proxy, DNS, the
+operator image installed by Helm, the sweep's one Elasticsearch pod (HTTPS, basic auth) and
+every run's Rally Job. Stood in for: only ECK's controller (tests/e2e/eck_standin.py). See
+conftest.py for how the cluster is obtained. The namespace enforces Pod Security "restricted".
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from esbench import api
+from tests.e2e.test_e2e import POLL_SECONDS, RACE_TIMEOUT, Experiments, quickstart
+from tests.support.waiting import wait_for
+
+SWEEP = "codec"
+
+
+class Sweeps(Experiments):
+    """The namespace's Experiments plus one ExperimentSweep, and every Elasticsearch name ever seen."""
+
+    def __init__(self, *args: Any):
+        super().__init__(*args)
+        self.clusters_seen: set[str] = set()
+
+    def create_sweep(self, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+        body = {"apiVersion": api.API_VERSION, "kind": api.SWEEP_KIND, "metadata": {"name": name}, "spec": spec}
+        return self.custom.create_namespaced_custom_object(api.GROUP, api.VERSION, self.namespace, api.SWEEP_PLURAL,
+                                                           body)
+
+    def sweep(self, name: str) -> dict[str, Any]:
+        return self.custom.get_namespaced_custom_object(api.GROUP, api.VERSION, self.namespace, api.SWEEP_PLURAL, name)
+
+    def runs(self, sweep: str) -> dict[str, dict[str, Any]]:
+        items = self.custom.list_namespaced_custom_object(api.GROUP, api.VERSION, self.namespace, api.PLURAL,
+                                                          label_selector=f"esbench.io/sweep={sweep}")["items"]
+        return {item["metadata"]["name"]: item for item in items}
+
+    def finished(self, name: str) -> dict[str, Any] | None:
+        self.clusters_seen.update(es["metadata"]["name"] for es in self.elasticsearches())
+        sweep = self.sweep(name)
+        return sweep if (sweep.get("status") or {}).get("phase") in ("Succeeded", "Failed") else None
+
+    def diagnose(self) -> str:
+        sweeps = self.custom.list_namespaced_custom_object(api.GROUP, api.VERSION, self.namespace, api.SWEEP_PLURAL)
+        lines = ["--- sweeps:"] + [json.dumps({"name": s["metadata"]["name"], "status": s.get("status")})[:3000]
+                                   for s in sweeps["items"]]
+        return "\n".join(lines + [f"--- clusters seen: {sorted(self.clusters_seen)}", super().diagnose()])
+
+
+@pytest.fixture
+def sweeps(cluster, operator, restricted_namespace) -> Sweeps:
+    return Sweeps(cluster, restricted_namespace, operator["namespace"])
+
+
+def test_sweep_over_codecs_runs_both_cells_one_after_another_on_one_shared_cluster_then_deletes_it(sweeps):
+    template = quickstart()["spec"]
+    sweeps.create_sweep(SWEEP, {"template": template, "repetitions": 1, "clusterReuse": True,
+                                "matrix": [{"field": "index.codec", "values": ["default", "best_compression"]}]})
+    done = wait_for(lambda: sweeps.finished(SWEEP), 2 * RACE_TIMEOUT, what=f"sweep {SWEEP} to finish",
+                    interval=POLL_SECONDS, diagnose=sweeps.diagnose)
+    status = done["status"]
+    assert status["phase"] == "Succeeded", f"{status.get('reason')}: {status.get('message')}\n{sweeps.diagnose()}"
+    assert {c["type"]: c["status"] for c in status["conditions"]}["Complete"] == "True"
+    assert status["progress"]["succeeded"] == 2 and status["progress"]["retries"] == 0, status["progress"]
+
+    # One cluster, owned by the sweep, for both cells: never one per run.
+    assert sweeps.clusters_seen == {f"{SWEEP}-g0"}
+    assert status["clusters"] == [f"{SWEEP}-g0"]
+
+    runs = sweeps.runs(SWEEP)
+    assert sorted(runs) == [f"{SWEEP}-c0-r1", f"{SWEEP}-c1-r1"]
+    for run in runs.values():
+        run_status = run["status"]
+        assert run_status["phase"] == "Succeeded", run_status
+        assert run["spec"]["target"] == {"elasticsearchRef": {"name": f"{SWEEP}-g0"}}
+        assert run_status["clusterName"] == f"{SWEEP}-g0"
+        tasks = {task["task"]: task for task in run_status["results"]["tasks"]}
+        assert tasks["index-append"]["throughput"]["median"] > 0, tasks
+        assert tasks["index-append"]["errorRate"] == 0, tasks
+        assert run_status["results"]["cluster"]["storeSizeBytes"] > 0
+    assert runs[f"{SWEEP}-c1-r1"]["spec"]["index"]["codec"] == "best_compression"
+    # One after another: the second race never overlapped the first on the shared cluster.
+    first, second = runs[f"{SWEEP}-c0-r1"]["status"], runs[f"{SWEEP}-c1-r1"]["status"]
+    assert second["startTime"] >= first["completionTime"], (first, second)
+
+    row = next((r for r in status["comparison"]
+                if r["subject"] == "index-append" and r["metric"] == "throughput.median"), None)
+    assert row is not None, status["comparison"]
+    assert [cell["cell"] for cell in row["cells"]] == ["c0", "c1"]
+
+    sweeps.assert_no_pod_was_refused()
+    # cleanup: Delete (the template's default): the sweep deletes its cluster once every run is done.
+    wait_for(lambda: not sweeps.elasticsearches(), 120, what="the shared cluster to be deleted",
+             interval=POLL_SECONDS, diagnose=sweeps.diagnose)
+    wait_for(lambda: not [p for p in sweeps.pods() if "-es-" in p.metadata.name], 120,
+             what="the Elasticsearch pod to go", interval=POLL_SECONDS, diagnose=sweeps.diagnose)
