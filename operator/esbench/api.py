@@ -343,6 +343,9 @@ class SweepSpec(Model):
     order: RunOrder = RunOrder.INTERLEAVED
     seed: int = 0
     cluster_reuse: bool = True
+    # Runs at the start of each shared cluster that are not counted: right after a node starts,
+    # the JIT and the caches make the first races slower, which would bias the first cells.
+    warmup_runs: int = Field(default=0, ge=0, le=10)
     max_retries: int = Field(default=1, ge=0, le=5)
     statistics: Statistics = Statistics()
     gates: list[Gate] | None = None

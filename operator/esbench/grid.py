@@ -49,9 +49,9 @@ class Run:
 
 @dataclass(frozen=True)
 class Plan:
-    cells: list[Cell]
+    cells: list[Cell]  # the compared cells (warm-up runs have cells of their own: w0, w1, ...)
     baseline: Cell
-    runs: list[Run]  # in the order they are started
+    runs: list[Run]  # in the order they are started, warm-up runs first
 
     def cell(self, cell_id: str) -> Cell:
         return next(cell for cell in self.cells if cell.id == cell_id)
@@ -169,4 +169,20 @@ def plan(spec: api.SweepSpec, namespace: str = "default") -> Plan:
         if baseline.id in (gate.cells or []):
             raise InvalidSweep(f"gate on {gate.task} {gate.metric} names the baseline {baseline.id}: "
                                "gates compare the other cells against it")
-    return Plan(cell_list, baseline, run_order(cell_list, spec.repetitions, spec.order, spec.seed))
+    runs = run_order(cell_list, spec.repetitions, spec.order, spec.seed)
+    return Plan(cell_list, baseline, warmup_runs(runs, spec) + runs)
+
+
+def warmup_runs(runs: list[Run], spec: api.SweepSpec) -> list[Run]:
+    """spec.warmupRuns runs of each shared cluster's first cell, to go before the measured ones.
+
+    Their cells are w0, w1, ... (one per cluster): never compared. A cluster of its own per run
+    (no reuse) starts as cold for every cell, so there is nothing to even out.
+    """
+    first_cell: dict[str, Cell] = {}
+    for run in runs:
+        if spec.cluster_reuse or "target" in run.cell.spec:
+            first_cell.setdefault(cluster_key(run.cell.spec), run.cell)
+    return [Run(Cell(f"w{number}", cell.values, cell.spec), repetition)
+            for number, cell in enumerate(first_cell.values())
+            for repetition in range(1, spec.warmup_runs + 1)]

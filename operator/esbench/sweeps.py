@@ -156,7 +156,7 @@ def gate_results(gates: list[Gate], rows: list[stats.Row], baseline: str, comple
 def comparison(plan: grid.Plan, states: list[Progress], spec: SweepSpec) -> list[stats.Row]:
     samples = {cell.id: [] for cell in plan.cells}
     for state in states:
-        if state.state == RunState.SUCCEEDED:
+        if state.state == RunState.SUCCEEDED and state.run.cell.id in samples:  # not a warm-up run
             results = (state.latest.get("status") or {}).get("results")
             if results:
                 samples[state.run.cell.id].append(Results.model_validate(results))

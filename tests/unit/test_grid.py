@@ -218,3 +218,17 @@ def test_a_gate_on_the_baseline_itself_is_an_error():
         "gates": [{"task": "index-append", "metric": "throughput.median", "maxRegressionPercent": 5, "cells": ["c0"]}]})
     with pytest.raises(grid.InvalidSweep, match="names the baseline c0"):
         grid.plan(spec)
+
+
+def test_warmup_runs_go_first_on_each_shared_cluster_as_cells_of_their_own():
+    p = plan(CODECS, VERSIONS, repetitions=1, warmup_runs=2)
+    assert keys(p)[:4] == [("w0", 1), ("w0", 2), ("w1", 1), ("w1", 2)]
+    assert [c.id for c in p.cells] == ["c0", "c1", "c2", "c3"], "warm-up cells are never compared"
+    warm = {run.cell.id: run.cell for run in p.runs[:4]}
+    # One warm-up cell per cluster (version), racing the spec of that cluster's first cell.
+    assert warm["w0"].spec == p.cells[0].spec and warm["w1"].spec == p.cells[1].spec
+    assert {grid.cluster_key(c.spec) for c in warm.values()} == {grid.cluster_key(c.spec) for c in p.cells}
+
+
+def test_no_warmup_runs_without_cluster_reuse():
+    assert [run for run in plan(CODECS, warmup_runs=2, cluster_reuse=False).runs if run.cell.id.startswith("w")] == []

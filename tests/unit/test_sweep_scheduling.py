@@ -202,3 +202,18 @@ def test_a_shared_cluster_is_owned_by_the_sweep():
     assert cluster["metadata"]["labels"]["esbench.io/sweep"] == "bench"
     assert cluster["metadata"]["ownerReferences"][0]["kind"] == "ExperimentSweep"
     assert cluster["spec"]["nodeSets"][0]["count"] == 3
+
+
+def test_warmup_runs_go_first_and_are_left_out_of_the_comparison():
+    p = plan(CODECS, repetitions=1, warmup_runs=1)
+    assert to_start(p, []) == [("w0", 1)], "the shared cluster's first race is a warm-up"
+
+    def succeeded(cell: str, throughput: float) -> dict[str, Any]:
+        results = api.Results(tasks=[api.TaskResult(task="index-append", throughput=api.Throughput(
+            median=throughput, unit="docs/s"))])
+        return {**child(cell, 1, "Succeeded"), "status": {"phase": "Succeeded", "results": results.to_wire()}}
+
+    children = [succeeded("w0", 10.0), succeeded("c0", 1000.0), succeeded("c1", 900.0)]
+    rows = sweeps.comparison(p, sweeps.progress(p, children, 1), api.SweepSpec(template=TEMPLATE))
+    row = next(r for r in rows if r.metric.key == "throughput.median")
+    assert [(c.cell, c.summary.n, c.summary.median) for c in row.cells] == [("c0", 1, 1000.0), ("c1", 1, 900.0)]
