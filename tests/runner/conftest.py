@@ -46,9 +46,9 @@ def race(esrally, tmp_path):
     """Runs `esbench race` as the Job does: a separate process, the spec in ESBENCH_SPEC."""
 
     def run(spec: dict, target_url: str, *, ca_file: str | None = None, username: str | None = None,
-            password: str | None = None, target_timeout: float = 30) -> RaceRun:
+            password: str | None = None, target_timeout: float = 30, extra_env: dict | None = None) -> RaceRun:
         work_dir = tmp_path / f"work-{uuid.uuid4().hex[:8]}"
-        env = {**os.environ, "ESBENCH_SPEC": json.dumps(spec), "ESBENCH_ESRALLY": esrally}
+        env = {**os.environ, **(extra_env or {}), "ESBENCH_SPEC": json.dumps(spec), "ESBENCH_ESRALLY": esrally}
         env.pop("ES_USERNAME", None)
         env.pop("ES_PASSWORD", None)
         if username:

@@ -19,7 +19,7 @@ INDEX_SPEC = {
     "replicas": 1,  # one node: yellow is all the track may wait for
     "refreshInterval": "7s",
     "codec": "best_compression",
-    "settings": {"max_result_window": 12345},
+    "settings": {"index.max_result_window": 12345},
 }
 TRACK_PARAMS = {
     "smoke": {"doc_count": DOC_COUNT},

@@ -1,8 +1,9 @@
 """A track from a Git repository reaches Rally through rally.ini, at the pinned revision.
 
-Offline stand-ins for github.com: the repository is a local one (Rally clones whatever git
-accepts as a URL) and the corpus is served over HTTP from localhost, as rally-tracks' corpora
-are served from their base-url. A RallyTracks source differs only in the repository URL.
+Offline stand-ins for github.com: the spec names an https URL, as the CRD requires, and git's
+own url.<base>.insteadOf (set through GIT_CONFIG_* in the environment Rally inherits) sends it to
+a local repository; the corpus is served over HTTP from localhost, as rally-tracks' corpora are
+served from their base-url. A RallyTracks source differs only in the repository URL.
 """
 
 from __future__ import annotations
@@ -58,9 +59,11 @@ def test_a_track_from_a_git_repository_runs_at_the_pinned_revision(clusters, rac
     (track / "track.json").write_text("not even JSON")  # uncommitted: Rally must use the pinned revision
 
     cluster = clusters.get(LATEST)
+    url = "https://github.com/esbench-offline/tracks.git"
+    redirect = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": f"url.{repo}.insteadOf", "GIT_CONFIG_VALUE_0": url}
     run = race({"elasticsearch": {"version": LATEST},
                 "workload": {"source": "Git", "track": "logs-from-git", "testMode": True,
-                             "repository": {"url": str(repo), "revision": revision}}}, cluster.url)
+                             "repository": {"url": url, "revision": revision}}}, cluster.url, extra_env=redirect)
 
     assert run.exit_code == 0, run.output
     assert run.report.results.track == "logs-from-git"
