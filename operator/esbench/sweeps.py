@@ -166,6 +166,53 @@ def comparison(plan: grid.Plan, states: list[Progress], spec: SweepSpec) -> list
                                spec.statistics.noise_threshold_percent)
 
 
+@dataclass
+class StatusReport:
+    """The sweep's status fields and conditions as its runs stand."""
+
+    fields: dict[str, Any]
+    conditions: list[tuple[str, bool, str, str]]
+    complete: bool
+
+
+def status_report(plan: grid.Plan, states: list[Progress], run_groups: dict[str, list[grid.Run]],
+                  clusters: dict[str, str], spec: SweepSpec, rows: list[stats.Row]) -> StatusReport:
+    counts = _counts(states)
+    finished = counts["succeeded"] + counts["failed"]
+    complete = finished == len(states)
+    fields: dict[str, Any] = {
+        "baseline": plan.baseline.id,
+        "progress": {**counts, "runs": len(states), "cells": len(plan.cells), "summary": f"{finished}/{len(states)}"},
+        "cells": _cells(plan, states, run_groups, clusters),
+        "clusters": sorted(set(clusters.values())),
+        "failures": _failures(states),
+        "comparison": stats.to_wire(rows),
+    }
+    conditions = []
+    gates = gate_results(spec.gates or [], rows, plan.baseline.id, complete)
+    if gates:
+        fields["gates"] = gates
+        failed_gates = [g for g in gates if g["result"] == "Failed"]
+        if failed_gates:
+            conditions.append((GATES_PASSED, False, "GateFailed",
+                               "; ".join(f"{g['task']} {g['metric']}: {g['message']}" for g in failed_gates)))
+        elif complete:
+            conditions.append((GATES_PASSED, True, "GatesPassed", f"{len(gates)} gate(s) passed"))
+    if complete and counts["failed"]:
+        phase, reason = SweepPhase.FAILED, "RunsFailed"
+        message = f"{counts['failed']} of {len(states)} runs failed after retries; the comparison uses the others"
+    elif complete:
+        phase, reason, message = SweepPhase.SUCCEEDED, "Completed", f"All {len(states)} runs succeeded"
+    else:
+        phase, reason = SweepPhase.RUNNING, "Running"
+        message = f"{finished}/{len(states)} runs finished, {counts['running']} running"
+    fields.update(phase=phase.value, reason=reason, message=message)
+    if complete:
+        fields["completionTime"] = _timestamp()
+    conditions.append((COMPLETE, complete, reason, message))
+    return StatusReport(fields, conditions, complete)
+
+
 # --- the reconciler ------------------------------------------------------------------------
 
 
@@ -205,12 +252,12 @@ class SweepReconciler:
         run_groups = groups(plan, spec.cluster_reuse)
         clusters = self._shared_clusters(plan, run_groups, spec.cluster_reuse, sweep)
 
-        reason, message = "Running", None
+        not_started = None
         try:
             for run in runs_to_start(plan, by_key, run_groups, spec.parallelism):
                 self._start(body, sweep, run, by_key[run.key], clusters.get(_group_of(run, run_groups)))
         except KindNotServed:
-            reason, message = "EckNotInstalled", ECK_NOT_INSTALLED
+            not_started = ("EckNotInstalled", ECK_NOT_INSTALLED)
         for key, runs in run_groups.items():
             if key in clusters and all(by_key[r.key].final for r in runs):
                 self._release(sweep, clusters[key], any(by_key[r.key].state == RunState.FAILED for r in runs))
@@ -221,46 +268,17 @@ class SweepReconciler:
         cached = self._comparisons.get(sweep.uid)
         rows = cached[1] if cached and cached[0] == succeeded else comparison(plan, states, spec)
         self._comparisons[sweep.uid] = (succeeded, rows)
-        counts = _counts(states)
-        complete = counts["succeeded"] + counts["failed"] == len(states)
-        if complete:
-            self._comparisons.pop(sweep.uid)
-        gates = gate_results(spec.gates or [], rows, plan.baseline.id, complete)
-        patch: dict[str, Any] = {
-            "baseline": plan.baseline.id,
-            "progress": {**counts, "runs": len(states), "cells": len(plan.cells),
-                         "summary": f"{counts['succeeded'] + counts['failed']}/{len(states)}"},
-            "cells": _cells(plan, states, run_groups, clusters),
-            "clusters": sorted(set(clusters.values())),
-            "failures": _failures(states),
-            "comparison": stats.to_wire(rows),
-        }
+        report = status_report(plan, states, run_groups, clusters, spec, rows)
+        if not_started and not report.complete:  # e.g. no ECK: say so rather than "0/4 runs finished"
+            report.fields.update(reason=not_started[0], message=not_started[1])
+            report.conditions[-1] = (COMPLETE, False, *not_started)
         if not (body.get("status") or {}).get("startTime"):
-            patch["startTime"] = _timestamp()
-        conditions = []
-        if gates:
-            patch["gates"] = gates
-            failed_gates = [g for g in gates if g["result"] == "Failed"]
-            if failed_gates:
-                conditions.append((GATES_PASSED, False, "GateFailed",
-                                   "; ".join(f"{g['task']} {g['metric']}: {g['message']}" for g in failed_gates)))
-            elif complete:
-                conditions.append((GATES_PASSED, True, "GatesPassed", f"{len(gates)} gate(s) passed"))
-        if complete:
-            failed = counts["failed"]
-            phase = SweepPhase.FAILED if failed else SweepPhase.SUCCEEDED
-            reason = "RunsFailed" if failed else "Completed"
-            message = (f"{failed} of {len(states)} runs failed after retries; the comparison uses the others"
-                       if failed else f"All {len(states)} runs succeeded")
-            patch.update(completionTime=_timestamp())
-            conditions.append((COMPLETE, True, reason, message))
-            self.emit(body, "Warning" if failed else "Normal", reason, message)
-        else:
-            phase = SweepPhase.RUNNING
-            message = message or f"{patch['progress']['summary']} runs finished, {counts['running']} running"
-            conditions.append((COMPLETE, False, reason, message))
-        patch.update(phase=phase.value, reason=reason, message=message)
-        self._patch(body, patch, *conditions)
+            report.fields["startTime"] = _timestamp()
+        self._patch(body, report.fields, *report.conditions)
+        if report.complete:
+            self._comparisons.pop(sweep.uid)
+            self.emit(body, "Warning" if report.fields["phase"] == SweepPhase.FAILED else "Normal",
+                      report.fields["reason"], report.fields["message"])
 
     # --- steps ---
 

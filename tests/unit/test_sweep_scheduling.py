@@ -217,3 +217,37 @@ def test_warmup_runs_go_first_and_are_left_out_of_the_comparison():
     rows = sweeps.comparison(p, sweeps.progress(p, children, 1), api.SweepSpec(template=TEMPLATE))
     row = next(r for r in rows if r.metric.key == "throughput.median")
     assert [(c.cell, c.summary.n, c.summary.median) for c in row.cells] == [("c0", 1, 1000.0), ("c1", 1, 900.0)]
+
+
+def report_for(p: grid.Plan, children: list[dict[str, Any]], **spec: Any) -> sweeps.StatusReport:
+    sweep_spec = api.SweepSpec(template=TEMPLATE, **spec)
+    states_ = sweeps.progress(p, children, sweep_spec.max_retries)
+    run_groups = sweeps.groups(p, reuse=True)
+    return sweeps.status_report(p, states_, run_groups, {key: "bench-g0" for key in run_groups}, sweep_spec,
+                                sweeps.comparison(p, states_, sweep_spec))
+
+
+def test_status_report_while_running_then_complete_with_a_failed_run():
+    p = plan(CODECS, repetitions=1)
+    running = report_for(p, [child("c0", 1, "Succeeded"), child("c1", 1, "Benchmarking")])
+    assert not running.complete
+    assert running.fields["phase"] == "Running" and running.fields["progress"]["summary"] == "1/2"
+    assert running.conditions == [("Complete", False, "Running", "1/2 runs finished, 1 running")]
+    assert "completionTime" not in running.fields
+    assert [c["cluster"] for c in running.fields["cells"]] == ["bench-g0", "bench-g0"]
+
+    done = report_for(p, [child("c0", 1, "Succeeded"), child("c1", 1, "Failed", "JobFailed", attempt=1),
+                          child("c1", 1, "Failed", "JobFailed", attempt=2)])
+    assert done.complete and done.fields["phase"] == "Failed" and done.fields["reason"] == "RunsFailed"
+    assert done.fields["progress"]["retries"] == 1 and len(done.fields["failures"]) == 2
+    assert done.conditions[-1][:3] == ("Complete", True, "RunsFailed") and "completionTime" in done.fields
+
+
+def test_status_report_sets_gates_passed_only_when_it_can_say():
+    p = plan(CODECS, repetitions=1)
+    gate = [{"task": "index-append", "metric": "throughput.median", "maxRegressionPercent": 5}]
+    running = report_for(p, [child("c0", 1, "Succeeded")], gates=gate)
+    assert running.fields["gates"][0]["result"] == "Pending"
+    assert [c[0] for c in running.conditions] == ["Complete"], "no verdict while the sweep runs"
+    done = report_for(p, [child("c0", 1, "Succeeded"), child("c1", 1, "Succeeded")], gates=gate)
+    assert done.conditions[0][:3] == ("GatesPassed", False, "GateFailed"), "no comparison: no pass"
