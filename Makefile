@@ -4,7 +4,7 @@ export ESBENCH_CACHE ?= $(HOME)/.cache/esbench
 VENV := .venv
 PYTHON := $(VENV)/bin/python
 
-.PHONY: deps test unit e2e e2e-kind demo demo-local node-up node-down bench sync-chart-crds clean
+.PHONY: deps lint test unit e2e e2e-kind demo demo-local node-up node-down bench sync-chart-crds clean
 
 # Everything the tests need, cached under $(ESBENCH_CACHE); fast when already there.
 deps:
@@ -19,8 +19,14 @@ deps:
 
 # All tests: unit, API server (admission, operator lifecycle, chart), real Elasticsearch +
 # esrally (runner, CLI), and end to end on a real single node with real pods (root).
-test: deps
+test: deps lint
 	$(PYTHON) -m pytest tests
+
+# ruff (ruff.toml) and the import contracts between roles (operator/pyproject.toml).
+lint:
+	bash scripts/python-env.sh $(VENV)
+	$(VENV)/bin/ruff check .
+	cd operator && ../$(VENV)/bin/lint-imports
 
 unit:
 	$(PYTHON) -m pytest tests/unit

@@ -21,6 +21,7 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from itertools import pairwise
 from pathlib import Path
 
 from kubernetes import client, watch
@@ -29,9 +30,9 @@ from kubernetes.client.exceptions import ApiException
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from esbench import api  # noqa: E402
-from esbench.report import RaceReport, encode_report  # noqa: E402
-from esbench.results import summarize  # noqa: E402
+from esbench.api import models  # noqa: E402
+from esbench.api.race_report import RaceReport, encode_report  # noqa: E402
+from esbench.runner.results import summarize  # noqa: E402
 from tests.support.controlplane import ControlPlane, eck_crd_path  # noqa: E402
 from tests.support.experiments import successful_race_json  # noqa: E402
 from tests.support.operator_process import OperatorProcess  # noqa: E402
@@ -81,8 +82,8 @@ class Observer:
             phase = (event["object"].get("status") or {}).get("phase")
             if phase in ("Succeeded", "Failed"):
                 self._mark(phase, event["object"]["metadata"]["name"])
-        self._stream(self.custom.list_namespaced_custom_object, api.GROUP, api.VERSION, self.namespace,
-                     api.PLURAL, on_event=on_event)
+        self._stream(self.custom.list_namespaced_custom_object, models.GROUP, models.VERSION, self.namespace,
+                     models.PLURAL, on_event=on_event)
 
     def _clusters(self):
         self._stream(self.custom.list_namespaced_custom_object, "elasticsearch.k8s.elastic.co", "v1",
@@ -107,13 +108,13 @@ class Observer:
 
 
 def experiment(name: str) -> dict:
-    return {"apiVersion": api.API_VERSION, "kind": api.KIND, "metadata": {"name": name},
+    return {"apiVersion": models.API_VERSION, "kind": models.KIND, "metadata": {"name": name},
             "spec": {"elasticsearch": {"version": "8.15.3"}, "workload": {"track": "smoke"}}}
 
 
 def sweep(name: str) -> dict:
     """SWEEP_CELLS cells that differ in a track parameter only: one shared cluster, runs in turn."""
-    return {"apiVersion": api.API_VERSION, "kind": api.SWEEP_KIND, "metadata": {"name": name}, "spec": {
+    return {"apiVersion": models.API_VERSION, "kind": models.SWEEP_KIND, "metadata": {"name": name}, "spec": {
         "template": {"elasticsearch": {"version": "8.15.3"}, "workload": {"track": "smoke"}},
         "matrix": [{"field": "workload.trackParams.doc_count", "values": list(range(1000, 1000 + SWEEP_CELLS))}],
         "repetitions": SWEEP_REPETITIONS}}
@@ -163,7 +164,7 @@ def main() -> int:
                 batch = names[start:start + BATCH]
                 for name in batch:
                     created[name] = time.monotonic()
-                    custom.create_namespaced_custom_object(api.GROUP, api.VERSION, namespace, api.PLURAL,
+                    custom.create_namespaced_custom_object(models.GROUP, models.VERSION, namespace, models.PLURAL,
                                                            experiment(name))
                 observer.wait("es", batch)
                 for name in batch:
@@ -189,7 +190,7 @@ def main() -> int:
             concurrent = [f"conc-{i:03d}" for i in range(CONCURRENT_EXPERIMENTS)]
             started = time.monotonic()
             for name in concurrent:
-                custom.create_namespaced_custom_object(api.GROUP, api.VERSION, namespace, api.PLURAL,
+                custom.create_namespaced_custom_object(models.GROUP, models.VERSION, namespace, models.PLURAL,
                                                        experiment(name))
             observer.wait("es", concurrent, timeout=300)
             list(pool.map(lambda n: eck.make_ready(namespace, n), concurrent))
@@ -209,19 +210,19 @@ def main() -> int:
             threading.Thread(target=finish_every_job, daemon=True, args=(
                 kubelet, client.BatchV1Api(api_client), sweep_namespace, log, stop_jobs)).start()
             started = time.monotonic()
-            custom.create_namespaced_custom_object(api.GROUP, api.VERSION, sweep_namespace, api.SWEEP_PLURAL,
+            custom.create_namespaced_custom_object(models.GROUP, models.VERSION, sweep_namespace, models.SWEEP_PLURAL,
                                                    sweep("scale"))
             runs = [f"scale-c{c}-r{r}" for r in range(1, SWEEP_REPETITIONS + 1) for c in range(SWEEP_CELLS)]
             sweep_observer.wait("Succeeded", runs, timeout=600)
             done = wait_for(lambda: (s := custom.get_namespaced_custom_object(
-                api.GROUP, api.VERSION, sweep_namespace, api.SWEEP_PLURAL, "scale")).get("status", {}).get(
+                models.GROUP, models.VERSION, sweep_namespace, models.SWEEP_PLURAL, "scale")).get("status", {}).get(
                 "phase") == "Succeeded" and s, 120, what="the sweep to finish")
             sweep_elapsed = time.monotonic() - started
             stop_jobs.set()
             eck.stop()
             sweep_observer.stop.set()
             handoffs = [sweep_observer.seen[("job", following)] - sweep_observer.seen[("Succeeded", previous)]
-                        for previous, following in zip(runs, runs[1:])]
+                        for previous, following in pairwise(runs)]
             status_bytes = len(json.dumps(done["status"]))
             clusters = len(done["status"]["clusters"])
             print(f"Sweep of {SWEEP_CELLS} cells x {SWEEP_REPETITIONS} repetitions ({len(runs)} runs, {clusters} "

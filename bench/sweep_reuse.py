@@ -28,7 +28,7 @@ from kubernetes import client
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from esbench import api  # noqa: E402
+from esbench.api import models  # noqa: E402
 from tests.e2e import harness  # noqa: E402
 from tests.support.waiting import wait_for  # noqa: E402
 
@@ -43,7 +43,7 @@ def seconds(start: str, end: str) -> float:
 def sweep_body(name: str, cells: int, reuse: bool) -> dict[str, Any]:
     template = yaml.safe_load((ROOT / "examples/quickstart.yaml").read_text())["spec"]
     assert template["elasticsearch"]["version"] == harness.ES_VERSION, "examples/quickstart.yaml moved on"
-    return {"apiVersion": api.API_VERSION, "kind": api.SWEEP_KIND, "metadata": {"name": name},
+    return {"apiVersion": models.API_VERSION, "kind": models.SWEEP_KIND, "metadata": {"name": name},
             "spec": {"template": template, "repetitions": 1, "parallelism": 1, "clusterReuse": reuse,
                      "matrix": [{"field": "index.refreshInterval", "values": REFRESH_INTERVALS[:cells]}]}}
 
@@ -56,17 +56,17 @@ def measure(cluster: harness.Cluster, namespace: str, cells: int, reuse: bool) -
     def finished() -> dict[str, Any] | None:
         seen.update(es["metadata"]["name"] for es in custom.list_namespaced_custom_object(
             "elasticsearch.k8s.elastic.co", "v1", namespace, "elasticsearches")["items"])
-        sweep = custom.get_namespaced_custom_object(api.GROUP, api.VERSION, namespace, api.SWEEP_PLURAL, name)
+        sweep = custom.get_namespaced_custom_object(models.GROUP, models.VERSION, namespace, models.SWEEP_PLURAL, name)
         return sweep if (sweep.get("status") or {}).get("phase") in ("Succeeded", "Failed") else None
 
     def diagnose() -> str:
-        sweep = custom.get_namespaced_custom_object(api.GROUP, api.VERSION, namespace, api.SWEEP_PLURAL, name)
+        sweep = custom.get_namespaced_custom_object(models.GROUP, models.VERSION, namespace, models.SWEEP_PLURAL, name)
         pods = core.list_namespaced_pod(harness.OPERATOR_NAMESPACE).items
         log = core.read_namespaced_pod_log(pods[0].metadata.name, harness.OPERATOR_NAMESPACE, tail_lines=40)
         return f"sweep status: {json.dumps(sweep.get('status'))[:3000]}\noperator log:\n{log}"
 
     started = time.monotonic()
-    custom.create_namespaced_custom_object(api.GROUP, api.VERSION, namespace, api.SWEEP_PLURAL,
+    custom.create_namespaced_custom_object(models.GROUP, models.VERSION, namespace, models.SWEEP_PLURAL,
                                            sweep_body(name, cells, reuse))
     sweep = wait_for(finished, cells * SECONDS_PER_RUN, what=f"sweep {name} to finish", interval=1,
                      diagnose=diagnose)
@@ -74,7 +74,7 @@ def measure(cluster: harness.Cluster, namespace: str, cells: int, reuse: bool) -
     if sweep["status"]["phase"] != "Succeeded":
         raise SystemExit(f"sweep {name} failed: {sweep['status'].get('message')}\n{diagnose()}")
     runs = [r["status"] for r in custom.list_namespaced_custom_object(
-        api.GROUP, api.VERSION, namespace, api.PLURAL, label_selector=f"esbench.io/sweep={name}")["items"]]
+        models.GROUP, models.VERSION, namespace, models.PLURAL, label_selector=f"esbench.io/sweep={name}")["items"]]
     return {"reuse": reuse, "clusters": len(seen), "runs": len(runs), "wall": wall,
             "wait": sum(seconds(r["startTime"], r["clusterReadyTime"]) for r in runs),
             "race": sum(seconds(r["clusterReadyTime"], r["completionTime"]) for r in runs)}

@@ -63,7 +63,7 @@ unshare --mount --propagation private sh -ec '
     /opt/esbench/bin/pip install --quiet --no-index --find-links /tmp/wheels esbench
     rm -rf /tmp/wheels /root/.cache'
 # The bundled tracks must be in the installed package (package data), or the runner has none.
-ls "$work/rootfs"/opt/esbench/lib/python3.11/site-packages/esbench/tracks/smoke/track.json >/dev/null
+ls "$work/rootfs"/opt/esbench/lib/python3.11/site-packages/esbench/runner/tracks/smoke/track.json >/dev/null
 
 python3 "$images_dir/oci-pack.py" --rootfs "$work/rootfs" --name "$name" --out "$archive" \
   --entrypoint '["esbench"]' --cmd '["operator"]' --user 1000:1000 --workdir /work \

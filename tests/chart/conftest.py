@@ -83,7 +83,7 @@ def helm(helm_binary: Path, chart_dir: Path, tmp_path_factory) -> Helm:
 
 
 @pytest.fixture(scope="session")
-def kubectl(kubectl_binary: Path, control_plane):  # noqa: F811  (the imported fixture)
+def kubectl(kubectl_binary: Path, control_plane):
     """Runs kubectl against the control plane; returns the CompletedProcess (stderr carries warnings)."""
 
     def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
@@ -96,7 +96,7 @@ def kubectl(kubectl_binary: Path, control_plane):  # noqa: F811  (the imported f
 
 
 @pytest.fixture
-def restricted_namespace(control_plane):  # noqa: F811  (the imported fixture)
+def restricted_namespace(control_plane):
     """A fresh namespace where Pod Security "restricted" is enforced (and warned about)."""
     name = control_plane.create_namespace("esbench-chart-")
     with control_plane.api_client() as api_client:

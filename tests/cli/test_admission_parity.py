@@ -18,7 +18,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from esbench import api, validation
+from esbench.api import models, validation
 from tests.integration.test_admission import INVALID, VALID, with_spec
 
 
@@ -95,7 +95,7 @@ def parity_namespace(control_plane):
 def test_local_admission_answers_exactly_as_the_api_server(custom, parity_namespace, case, body):
     try:
         created = custom.create_namespaced_custom_object(
-            api.GROUP, api.VERSION, parity_namespace, api.PLURAL, copy.deepcopy(body),
+            models.GROUP, models.VERSION, parity_namespace, models.PLURAL, copy.deepcopy(body),
             dry_run="All", field_validation="Strict")
         server = ("accepted", created["spec"])
     except ApiException as error:

@@ -13,7 +13,7 @@ import re
 import pytest
 from kubernetes import client
 
-from esbench import api
+from esbench.api import models
 from tests.support.result_files import race_fixtures
 
 
@@ -76,9 +76,9 @@ def test_compare_reads_experiments_by_name_from_the_api_server(esbench, result_f
     custom = client.CustomObjectsApi(control_plane.api_client())
     document = json.loads(result_files[0].read_text())
     name = document["metadata"]["name"]
-    custom.create_namespaced_custom_object(api.GROUP, api.VERSION, namespace, api.PLURAL,
+    custom.create_namespaced_custom_object(models.GROUP, models.VERSION, namespace, models.PLURAL,
                                            {k: v for k, v in document.items() if k != "status"})
-    custom.patch_namespaced_custom_object_status(api.GROUP, api.VERSION, namespace, api.PLURAL, name,
+    custom.patch_namespaced_custom_object_status(models.GROUP, models.VERSION, namespace, models.PLURAL, name,
                                                  {"status": document["status"]})
     env = {"KUBECONFIG": str(control_plane.kubeconfig_path)}
     from_server = esbench("compare", name, str(result_files[1]), "--namespace", namespace, "--format", "json", env=env)

@@ -21,13 +21,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from esbench import api, compare, local, localcluster, status, validation
-from esbench.target import Target
+from esbench.analysis import compare
+from esbench.api import models, validation
+from esbench.cli import local, localcluster
+from esbench.controller import status
+from esbench.runner.target import Target
 from tests.runner.elasticsearch import LATEST
 
 EXPERIMENT = {
-    "apiVersion": api.API_VERSION,
-    "kind": api.KIND,
+    "apiVersion": models.API_VERSION,
+    "kind": models.KIND,
     "metadata": {"name": "local-smoke"},
     "spec": {
         "elasticsearch": {"version": LATEST, "heap": "512m"},
@@ -91,8 +94,8 @@ def test_an_unreachable_cluster_fails_as_target_unreachable(esbench, tmp_path):
     assert "Failed (TargetUnreachable)" in run.stdout
 
 
-def _assert_operator_document(document: dict, stored: dict, version: str) -> api.Results:
-    assert document["apiVersion"] == api.API_VERSION and document["kind"] == api.KIND
+def _assert_operator_document(document: dict, stored: dict, version: str) -> models.Results:
+    assert document["apiVersion"] == models.API_VERSION and document["kind"] == models.KIND
     assert document["metadata"]["name"] == stored["metadata"]["name"]
     assert document["spec"] == stored["spec"]  # as the API server would have stored it (defaults applied)
     state = document["status"]
@@ -100,7 +103,7 @@ def _assert_operator_document(document: dict, stored: dict, version: str) -> api
     assert state["clusterVersion"] == version
     for key in ("raceId", "startTime", "completionTime", "message"):
         assert state[key]
-    results = api.Results.model_validate(state["results"])
+    results = models.Results.model_validate(state["results"])
     assert results.race_id == state["raceId"]
     assert state["headline"] == status.headline(results)
     return results
@@ -224,7 +227,7 @@ def test_a_node_that_does_not_serve_get_root_is_refused_with_the_reason():
     race them; local mode says so at once instead of letting the runner wait for the node."""
 
     class NoRoot(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 (http.server's naming)
+        def do_GET(self):
             self.send_response(405)
             self.end_headers()
 

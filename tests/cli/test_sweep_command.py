@@ -6,8 +6,8 @@ import json
 
 import yaml
 
-from esbench import stats
-from esbench.results import summarize
+from esbench.analysis import stats
+from esbench.runner.results import summarize
 from tests.support.experiments import successful_race_json
 
 

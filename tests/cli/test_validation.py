@@ -12,7 +12,7 @@ import copy
 import pytest
 import yaml
 
-from esbench import api, validation
+from esbench.api import models, validation
 from tests.integration.test_admission import INVALID, VALID, with_spec
 from tests.support.expected import EXPECTED_DEFAULTS, defaulted_fields
 
@@ -50,7 +50,7 @@ def test_defaults_are_the_ones_the_api_server_applies():
     # The same expectations as test_admission.test_defaults_are_applied_by_the_api_server.
     spec = validation.admit(copy.deepcopy(VALID))["spec"]
     assert defaulted_fields(spec) == EXPECTED_DEFAULTS
-    api.ExperimentSpec.model_validate(spec)
+    models.ExperimentSpec.model_validate(spec)
 
 
 def test_null_values_are_dropped_before_defaulting():
@@ -76,7 +76,7 @@ def test_every_example_is_accepted(repo_root):
     assert examples
     for path in examples:
         for document in yaml.safe_load_all(path.read_text()):
-            if document and document.get("kind") == api.KIND:
+            if document and document.get("kind") == models.KIND:
                 validation.parse_spec(validation.admit(document))
 
 

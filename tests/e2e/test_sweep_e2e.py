@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from esbench import api
+from esbench.api import models
 from tests.e2e.test_e2e import POLL_SECONDS, RACE_TIMEOUT, Experiments, quickstart
 from tests.support.waiting import wait_for
 
@@ -28,15 +28,15 @@ class Sweeps(Experiments):
         self.clusters_seen: set[str] = set()
 
     def create_sweep(self, name: str, spec: dict[str, Any]) -> dict[str, Any]:
-        body = {"apiVersion": api.API_VERSION, "kind": api.SWEEP_KIND, "metadata": {"name": name}, "spec": spec}
-        return self.custom.create_namespaced_custom_object(api.GROUP, api.VERSION, self.namespace, api.SWEEP_PLURAL,
+        body = {"apiVersion": models.API_VERSION, "kind": models.SWEEP_KIND, "metadata": {"name": name}, "spec": spec}
+        return self.custom.create_namespaced_custom_object(models.GROUP, models.VERSION, self.namespace, models.SWEEP_PLURAL,
                                                            body)
 
     def sweep(self, name: str) -> dict[str, Any]:
-        return self.custom.get_namespaced_custom_object(api.GROUP, api.VERSION, self.namespace, api.SWEEP_PLURAL, name)
+        return self.custom.get_namespaced_custom_object(models.GROUP, models.VERSION, self.namespace, models.SWEEP_PLURAL, name)
 
     def runs(self, sweep: str) -> dict[str, dict[str, Any]]:
-        items = self.custom.list_namespaced_custom_object(api.GROUP, api.VERSION, self.namespace, api.PLURAL,
+        items = self.custom.list_namespaced_custom_object(models.GROUP, models.VERSION, self.namespace, models.PLURAL,
                                                           label_selector=f"esbench.io/sweep={sweep}")["items"]
         return {item["metadata"]["name"]: item for item in items}
 
@@ -46,7 +46,7 @@ class Sweeps(Experiments):
         return sweep if (sweep.get("status") or {}).get("phase") in ("Succeeded", "Failed") else None
 
     def diagnose(self) -> str:
-        sweeps = self.custom.list_namespaced_custom_object(api.GROUP, api.VERSION, self.namespace, api.SWEEP_PLURAL)
+        sweeps = self.custom.list_namespaced_custom_object(models.GROUP, models.VERSION, self.namespace, models.SWEEP_PLURAL)
         lines = ["--- sweeps:"] + [json.dumps({"name": s["metadata"]["name"], "status": s.get("status")})[:3000]
                                    for s in sweeps["items"]]
         return "\n".join(lines + [f"--- clusters seen: {sorted(self.clusters_seen)}", super().diagnose()])

@@ -12,12 +12,12 @@ import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from esbench import api
+from esbench.api import models
 from tests.support.expected import EXPECTED_DEFAULTS, defaulted_fields
 
 VALID = {
-    "apiVersion": api.API_VERSION,
-    "kind": api.KIND,
+    "apiVersion": models.API_VERSION,
+    "kind": models.KIND,
     "metadata": {"name": "valid"},
     "spec": {
         "elasticsearch": {"version": "8.15.3"},
@@ -113,7 +113,7 @@ def custom(control_plane):
 
 def create(custom, namespace, body, dry_run=None):
     return custom.create_namespaced_custom_object(
-        api.GROUP, api.VERSION, namespace, api.PLURAL, body, dry_run=dry_run)
+        models.GROUP, models.VERSION, namespace, models.PLURAL, body, dry_run=dry_run)
 
 
 @pytest.mark.parametrize("case, body, expected", INVALID, ids=[case for case, _, _ in INVALID])
@@ -137,7 +137,7 @@ def test_unknown_fields_are_rejected(custom, namespace):
     body = with_spec("index.codecs", "best_compression")
     with pytest.raises(ApiException) as rejected:
         custom.create_namespaced_custom_object(
-            api.GROUP, api.VERSION, namespace, api.PLURAL, body, field_validation="Strict")
+            models.GROUP, models.VERSION, namespace, models.PLURAL, body, field_validation="Strict")
     assert 'unknown field "spec.index.codecs"' in json.loads(rejected.value.body)["message"]
 
 
@@ -145,7 +145,7 @@ def test_spec_is_immutable(custom, namespace):
     created = create(custom, namespace, VALID)
     with pytest.raises(ApiException) as rejected:
         custom.patch_namespaced_custom_object(
-            api.GROUP, api.VERSION, namespace, api.PLURAL, created["metadata"]["name"],
+            models.GROUP, models.VERSION, namespace, models.PLURAL, created["metadata"]["name"],
             {"spec": {"index": {"codec": "best_compression"}}})
     assert "spec is immutable" in json.loads(rejected.value.body)["message"]
 
@@ -155,7 +155,7 @@ def test_defaults_are_applied_by_the_api_server(custom, namespace):
     spec = created["spec"]
     assert defaulted_fields(spec) == EXPECTED_DEFAULTS
     # What the API server stores parses into the same typed model the operator uses.
-    api.ExperimentSpec.model_validate(spec)
+    models.ExperimentSpec.model_validate(spec)
 
 
 def test_every_example_is_accepted(custom, namespace, repo_root):
@@ -163,5 +163,5 @@ def test_every_example_is_accepted(custom, namespace, repo_root):
     assert examples, "examples/ holds no Experiment"
     for path in examples:
         for document in yaml.safe_load_all(path.read_text()):
-            if document and document.get("kind") == api.KIND:
+            if document and document.get("kind") == models.KIND:
                 create(custom, namespace, document, dry_run="All")

@@ -13,13 +13,21 @@ from __future__ import annotations
 import json
 import time
 
-from esbench import api
-from esbench.report import Failure, FailureKind, RaceReport
-from esbench.results import summarize
+from esbench.api import models
+from esbench.api.race_report import Failure, FailureKind, RaceReport
+from esbench.runner.results import summarize
 from tests.support.experiments import (
-    condition, create_experiment, es_exists, events, get_experiment, job, runner_log, wait_phase,
+    condition,
+    create_experiment,
+    es_exists,
+    events,
+    get_experiment,
+    job,
+    runner_log,
+    wait_phase,
 )
 from tests.support.waiting import wait_for
+
 
 def run_to_benchmarking(apis, eck, namespace: str, name: str, **spec_sections) -> dict:
     create_experiment(apis, namespace, name, **spec_sections)
@@ -140,7 +148,7 @@ def test_a_runner_that_hangs_past_its_deadline_is_reported_as_race_timeout(
 def test_deleting_the_experiment_mid_run_removes_its_children(apis, eck, standin_kubelet, namespace, operator):
     run_to_benchmarking(apis, eck, namespace, "gone")
     standin_kubelet.run_job_pod(namespace, "gone-rally")
-    apis.custom.delete_namespaced_custom_object(api.GROUP, api.VERSION, namespace, api.PLURAL, "gone")
+    apis.custom.delete_namespaced_custom_object(models.GROUP, models.VERSION, namespace, models.PLURAL, "gone")
     wait_for(lambda: not es_exists(eck, namespace, "gone"), what="garbage collection of the cluster")
     wait_for(lambda: job(apis, namespace, "gone") is None, what="garbage collection of the Job")
     wait_for(lambda: not apis.core.list_namespaced_pod(
@@ -192,7 +200,7 @@ def test_finished_experiment_is_deleted_after_its_ttl(apis, eck, standin_kubelet
         RaceReport(succeeded=True, results=summarize(race_json), race_json=race_json)), exit_code=0)
     wait_phase(apis, namespace, "ttl", "Succeeded")
     wait_for(lambda: not any(e["metadata"]["name"] == "ttl" for e in apis.custom.list_namespaced_custom_object(
-        api.GROUP, api.VERSION, namespace, api.PLURAL)["items"]), timeout=30, what="TTL deletion")
+        models.GROUP, models.VERSION, namespace, models.PLURAL)["items"]), timeout=30, what="TTL deletion")
 
 
 def test_track_params_that_repeat_index_settings_fail_as_invalid_spec(apis, eck, namespace, operator):
@@ -224,7 +232,7 @@ def test_an_experiment_can_be_deleted_while_the_operator_is_down(apis, eck, name
     provisioning = wait_phase(apis, namespace, "orphan", "Provisioning")
     assert not provisioning["metadata"].get("finalizers"), "a finalizer would block deletion without the operator"
     operator.kill()
-    apis.custom.delete_namespaced_custom_object(api.GROUP, api.VERSION, namespace, api.PLURAL, "orphan")
+    apis.custom.delete_namespaced_custom_object(models.GROUP, models.VERSION, namespace, models.PLURAL, "orphan")
     wait_for(lambda: not apis.custom.list_namespaced_custom_object(
-        api.GROUP, api.VERSION, namespace, api.PLURAL)["items"], what="the Experiment to go")
+        models.GROUP, models.VERSION, namespace, models.PLURAL)["items"], what="the Experiment to go")
     wait_for(lambda: not es_exists(eck, namespace, "orphan"), what="garbage collection of the cluster")

@@ -9,10 +9,16 @@ from __future__ import annotations
 
 import time
 
-from esbench.report import RaceReport
-from esbench.results import summarize
+from esbench.api.race_report import RaceReport
+from esbench.runner.results import summarize
 from tests.support.experiments import (
-    condition, create_experiment, es_exists, events, get_experiment, runner_log, wait_phase,
+    condition,
+    create_experiment,
+    es_exists,
+    events,
+    get_experiment,
+    runner_log,
+    wait_phase,
 )
 from tests.support.standin_eck import GROUP, PLURAL, VERSION
 

@@ -3,8 +3,8 @@ API server's PodSecurity admission (enforced on Pods; a dry-run creates nothing)
 
 from kubernetes import client
 
-from esbench import builders
-from esbench.api import ExperimentSpec
+from esbench.api.models import ExperimentSpec
+from esbench.controller import manifests
 
 
 def test_rally_pod_is_admitted_in_a_restricted_namespace(control_plane):
@@ -12,11 +12,11 @@ def test_rally_pod_is_admitted_in_a_restricted_namespace(control_plane):
     namespace = control_plane.create_namespace("restricted-")
     core.patch_namespace(namespace, {"metadata": {"labels": {
         "pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest"}}})
-    experiment = builders.Experiment(
+    experiment = manifests.Experiment(
         "psa", namespace, "00000000-0000-0000-0000-000000000001",
         ExperimentSpec.model_validate({"elasticsearch": {"version": "8.15.3"}, "workload": {"track": "smoke"}}))
-    connection = builders.connection(experiment, builders.elasticsearch_manifest(experiment))
-    template = builders.rally_job_manifest(experiment, connection, "esbench/esbench:test", "Never")["spec"]["template"]
+    connection = manifests.connection(experiment, manifests.elasticsearch_manifest(experiment))
+    template = manifests.rally_job_manifest(experiment, connection, "esbench/esbench:test", "Never")["spec"]["template"]
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "psa-rally", **template["metadata"]},
            "spec": template["spec"]}
     created = core.create_namespaced_pod(namespace, pod, dry_run="All")

@@ -14,9 +14,10 @@ import pytest
 import yaml
 from kubernetes.client.exceptions import ApiException
 
-from esbench import api, grid
-from esbench.report import RaceReport
-from esbench.results import summarize
+from esbench.api import models
+from esbench.api.race_report import RaceReport
+from esbench.controller import grid
+from esbench.runner.results import summarize
 from tests.support.experiments import condition, runner_log
 from tests.support.waiting import wait_for
 
@@ -25,18 +26,18 @@ CODECS = [{"field": "index.codec", "values": ["default", "best_compression"]}]
 
 
 def create_sweep(apis, namespace: str, name: str, **spec) -> dict:
-    body = {"apiVersion": api.API_VERSION, "kind": api.SWEEP_KIND, "metadata": {"name": name},
+    body = {"apiVersion": models.API_VERSION, "kind": models.SWEEP_KIND, "metadata": {"name": name},
             "spec": {"template": TEMPLATE, **spec}}
-    return apis.custom.create_namespaced_custom_object(api.GROUP, api.VERSION, namespace, api.SWEEP_PLURAL, body)
+    return apis.custom.create_namespaced_custom_object(models.GROUP, models.VERSION, namespace, models.SWEEP_PLURAL, body)
 
 
 def get_sweep(apis, namespace: str, name: str) -> dict:
-    return apis.custom.get_namespaced_custom_object(api.GROUP, api.VERSION, namespace, api.SWEEP_PLURAL, name)
+    return apis.custom.get_namespaced_custom_object(models.GROUP, models.VERSION, namespace, models.SWEEP_PLURAL, name)
 
 
 def runs(apis, namespace: str, sweep: str) -> list[dict]:
     return apis.custom.list_namespaced_custom_object(
-        api.GROUP, api.VERSION, namespace, api.PLURAL, label_selector=f"esbench.io/sweep={sweep}")["items"]
+        models.GROUP, models.VERSION, namespace, models.PLURAL, label_selector=f"esbench.io/sweep={sweep}")["items"]
 
 
 def phase(resource: dict) -> str | None:
@@ -201,12 +202,12 @@ def test_a_cell_the_experiment_crd_rejects_fails_the_sweep_before_any_run(apis, 
      "set either spec.elasticsearch (a cluster of the Experiment's own) or spec.target"),
 ])
 def test_the_api_server_rejects_a_malformed_sweep(apis, namespace, change, message):
-    body = {"apiVersion": api.API_VERSION, "kind": api.SWEEP_KIND, "metadata": {"name": "ok"},
+    body = {"apiVersion": models.API_VERSION, "kind": models.SWEEP_KIND, "metadata": {"name": "ok"},
             "spec": {"template": copy.deepcopy(TEMPLATE), "matrix": CODECS}}
     for section, values in change.items():
         body[section].update(values)
     with pytest.raises(ApiException) as rejected:
-        apis.custom.create_namespaced_custom_object(api.GROUP, api.VERSION, namespace, api.SWEEP_PLURAL, body)
+        apis.custom.create_namespaced_custom_object(models.GROUP, models.VERSION, namespace, models.SWEEP_PLURAL, body)
     assert rejected.value.status == 422 and message in rejected.value.body
 
 
@@ -217,6 +218,6 @@ def test_every_example_sweep_is_accepted_and_every_cell_is_a_valid_experiment(ap
     for path in examples:
         document = yaml.safe_load(path.read_text())
         stored = apis.custom.create_namespaced_custom_object(
-            api.GROUP, api.VERSION, namespace, api.SWEEP_PLURAL, document, dry_run="All")
-        plan = grid.plan(api.SweepSpec.model_validate(stored["spec"]), namespace)
+            models.GROUP, models.VERSION, namespace, models.SWEEP_PLURAL, document, dry_run="All")
+        plan = grid.plan(models.SweepSpec.model_validate(stored["spec"]), namespace)
         assert len(plan.cells) >= 2 and plan.baseline in plan.cells, path.name

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from esbench.report import RaceReport, decode_report
+from esbench.api.race_report import RaceReport, decode_report
 from tests.runner.elasticsearch import Clusters
 
 REPO = Path(__file__).resolve().parents[2]

@@ -7,7 +7,7 @@ security setting) for the whole session, started on first use.
 
 from __future__ import annotations
 
-from esbench.localcluster import LocalCluster, start
+from esbench.cli.localcluster import LocalCluster, start
 
 # GET / answers on these (Rally reads the version from it); 8.19.x's integ-test-zip lacks the
 # rest-root module and Rally fails at once against it.

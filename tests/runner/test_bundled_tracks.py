@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from esbench import api
-from esbench.corpus import TEST_MODE_COUNT
+from esbench.api import models
+from esbench.runner.corpus import TEST_MODE_COUNT
 from tests.runner.elasticsearch import LATEST, VERSIONS
 
 DOC_COUNT = 600
@@ -48,7 +48,7 @@ def count_documents(cluster, index: str) -> int:
 
 
 @pytest.mark.parametrize("version", VERSIONS)
-@pytest.mark.parametrize("track", api.BUNDLED_TRACKS)
+@pytest.mark.parametrize("track", models.BUNDLED_TRACKS)
 def test_bundled_track_indexes_its_whole_corpus_with_the_spec_index_settings(clusters, race, version, track):
     cluster = clusters.get(version)
     run = race(spec(track, trackParams=TRACK_PARAMS[track]), cluster.url)

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from esbench import runner
-from esbench.localcluster import free_port
-from esbench.report import FailureKind
-from esbench.runner import EXIT_CODES
+from esbench.api.race_report import FailureKind
+from esbench.cli.localcluster import free_port
+from esbench.runner.race import EXIT_CODES, rally_processes
 from tests.runner.elasticsearch import LATEST
 
 # Larger than index.max_result_window (10000): Elasticsearch rejects the search with a 400.
@@ -66,4 +65,4 @@ def test_a_race_over_its_time_budget_is_stopped_with_all_its_rally_processes(clu
     slow["rally"] = {"raceTimeoutSeconds": 75}
     run = race(slow, clusters.get(LATEST).url)
     assert_failed(run, FailureKind.RACE_TIMEOUT, "did not finish within rally.raceTimeoutSeconds (75s)")
-    assert runner.rally_processes(run.work_dir / "rally") == []
+    assert rally_processes(run.work_dir / "rally") == []

@@ -17,8 +17,8 @@ import threading
 
 import pytest
 
-from esbench import corpus
-from esbench.runner import TRACKS_DIR
+from esbench.runner import corpus
+from esbench.runner.race import TRACKS_DIR
 from tests.runner.elasticsearch import LATEST
 
 

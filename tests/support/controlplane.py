@@ -23,8 +23,8 @@ import tempfile
 import urllib.error
 import urllib.request
 import uuid
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 import yaml
 from kubernetes import client, config
@@ -161,7 +161,7 @@ class ControlPlane:
 
     # -- lifecycle ---------------------------------------------------------------------
 
-    def __enter__(self) -> "ControlPlane":
+    def __enter__(self) -> ControlPlane:
         self.start()
         return self
 
@@ -379,7 +379,7 @@ class ControlPlane:
             for crd in crds:
                 name = crd["metadata"]["name"]
                 # Each read returns the whole CRD (1.5 MB for ECK): poll gently.
-                wait_for(lambda: established(name), timeout, f"CRD {name} to be Established", interval=0.25)
+                wait_for(lambda name=name: established(name), timeout, f"CRD {name} to be Established", interval=0.25)
         return [crd["metadata"]["name"] for crd in crds]
 
     @staticmethod

@@ -8,8 +8,8 @@ from typing import Any
 
 from kubernetes import client
 
-from esbench import api
-from esbench.report import RaceReport, encode_report
+from esbench.api import models
+from esbench.api.race_report import RaceReport, encode_report
 from tests.support.standin_eck import StandinEck
 from tests.support.waiting import wait_for
 
@@ -38,12 +38,12 @@ def create_experiment(apis: Apis, namespace: str, name: str, **spec_sections) ->
     spec = {"elasticsearch": {"version": "8.15.3"}, "workload": {"track": "smoke"}}
     spec.update(spec_sections)
     spec = {key: value for key, value in spec.items() if value is not None}
-    body = {"apiVersion": api.API_VERSION, "kind": api.KIND, "metadata": {"name": name}, "spec": spec}
-    return apis.custom.create_namespaced_custom_object(api.GROUP, api.VERSION, namespace, api.PLURAL, body)
+    body = {"apiVersion": models.API_VERSION, "kind": models.KIND, "metadata": {"name": name}, "spec": spec}
+    return apis.custom.create_namespaced_custom_object(models.GROUP, models.VERSION, namespace, models.PLURAL, body)
 
 
 def get_experiment(apis: Apis, namespace: str, name: str) -> dict:
-    return apis.custom.get_namespaced_custom_object(api.GROUP, api.VERSION, namespace, api.PLURAL, name)
+    return apis.custom.get_namespaced_custom_object(models.GROUP, models.VERSION, namespace, models.PLURAL, name)
 
 
 def wait_phase(apis: Apis, namespace: str, name: str, phase: str, timeout: float = 30) -> dict:

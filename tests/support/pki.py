@@ -51,7 +51,7 @@ class CertificateAuthority:
 
     def __init__(self, common_name: str = "esbench-test-ca") -> None:
         self._key = ec.generate_private_key(ec.SECP256R1())
-        now = datetime.datetime.now(datetime.timezone.utc)
+        now = datetime.datetime.now(datetime.UTC)
         name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
         self._cert = (
             x509.CertificateBuilder()
@@ -91,7 +91,7 @@ class CertificateAuthority:
         """Issue a leaf certificate. For client certs, Kubernetes reads CN as the user name
         and each O as a group (e.g. "system:masters")."""
         key = ec.generate_private_key(ec.SECP256R1())
-        now = datetime.datetime.now(datetime.timezone.utc)
+        now = datetime.datetime.now(datetime.UTC)
         subject = [x509.NameAttribute(NameOID.COMMON_NAME, common_name)]
         subject += [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in organizations]
         usages = ([ExtendedKeyUsageOID.SERVER_AUTH] if server else []) + (

@@ -14,7 +14,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from esbench import api, local, results, validation
+from esbench.api import models, validation
+from esbench.cli import local
+from esbench.runner import results
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "race"
 
@@ -45,7 +47,7 @@ def spec_from_race(race: dict[str, Any]) -> dict[str, Any]:
     if "number_of_replicas" in params:
         index["replicas"] = params.pop("number_of_replicas")
     workload: dict[str, Any] = {"track": race["track"]}
-    if race["track"] not in api.BUNDLED_TRACKS:
+    if race["track"] not in models.BUNDLED_TRACKS:
         workload["source"] = "RallyTracks"
     if race.get("challenge"):
         workload["challenge"] = race["challenge"]
@@ -61,7 +63,7 @@ def spec_from_race(race: dict[str, Any]) -> dict[str, Any]:
 def experiment_from_race(path: Path) -> dict[str, Any]:
     race = json.loads(path.read_text())
     stored = validation.admit({
-        "apiVersion": api.API_VERSION, "kind": api.KIND, "metadata": {"name": _name(path)},
+        "apiVersion": models.API_VERSION, "kind": models.KIND, "metadata": {"name": _name(path)},
         "spec": spec_from_race(race),
     })
     summary = results.summarize(race)

@@ -5,17 +5,18 @@ import json
 
 import pytest
 
-from esbench import api, corpus
-from esbench.runner import TRACKS_DIR
+from esbench.api import models
+from esbench.runner import corpus
+from esbench.runner.race import TRACKS_DIR
 
 STANDARD_PARAMS = ("number_of_shards", "number_of_replicas", "index_settings", "cluster_health")
 
 
 def test_every_bundled_track_is_shipped():
-    assert sorted(p.name for p in TRACKS_DIR.iterdir() if (p / "track.json").exists()) == sorted(api.BUNDLED_TRACKS)
+    assert sorted(p.name for p in TRACKS_DIR.iterdir() if (p / "track.json").exists()) == sorted(models.BUNDLED_TRACKS)
 
 
-@pytest.mark.parametrize("track", api.BUNDLED_TRACKS)
+@pytest.mark.parametrize("track", models.BUNDLED_TRACKS)
 def test_a_bundled_track_accepts_the_params_esbench_derives_from_the_spec(track):
     # Rally rejects unused track params, and the runner passes these whenever the spec sets them.
     text = "".join(p.read_text() for p in (TRACKS_DIR / track).glob("*.json"))
@@ -23,14 +24,14 @@ def test_a_bundled_track_accepts_the_params_esbench_derives_from_the_spec(track)
         assert param in text, f"{track} does not use track param {param}"
 
 
-@pytest.mark.parametrize("track", api.BUNDLED_TRACKS)
+@pytest.mark.parametrize("track", models.BUNDLED_TRACKS)
 def test_a_bundled_track_has_a_readme_listing_its_parameters(track):
     readme = (TRACKS_DIR / track / "README.md").read_text()
     for param in (*STANDARD_PARAMS, "doc_count", "seed"):
         assert f"`{param}`" in readme
 
 
-@pytest.mark.parametrize("track", api.BUNDLED_TRACKS)
+@pytest.mark.parametrize("track", models.BUNDLED_TRACKS)
 def test_the_same_params_generate_byte_identical_corpora(track, tmp_path):
     params = {"doc_count": 50, "body_bytes": 300}
     first, second = tmp_path / "a", tmp_path / "b"

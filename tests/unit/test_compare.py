@@ -9,8 +9,9 @@ import json
 
 import pytest
 
-from esbench import api, compare
-from esbench.compare import Direction, Section, Verdict, difference
+from esbench.analysis import compare
+from esbench.analysis.compare import Direction, Section, Verdict, difference
+from esbench.api import models
 from tests.support.result_files import experiment_from_race, race_fixtures
 
 
@@ -58,7 +59,7 @@ def test_every_difference_is_contender_minus_baseline_marked_by_the_metrics_dire
     comparison = compare.compare(entries)
     checked = 0
     for row in comparison.rows:
-        for value, d in zip(row.values[1:], row.differences):
+        for value, d in zip(row.values[1:], row.differences, strict=True):
             if row.values[0] is None or value is None:
                 assert d is None
                 continue
@@ -156,5 +157,5 @@ def test_values_are_formatted_for_people():
 
 def test_results_of_the_api_model_round_trip_through_a_document(documents):
     entry = compare.entry_from_document(documents[0])
-    assert entry.results == api.Results.model_validate(documents[0]["status"]["results"])
+    assert entry.results == models.Results.model_validate(documents[0]["status"]["results"])
     assert entry.spec is not None and entry.phase == "Succeeded"

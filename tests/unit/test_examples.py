@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from esbench import api, rally, runner
+from esbench.api import models
+from esbench.runner import race, rally
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.yaml"))
 
@@ -19,10 +20,10 @@ def test_there_is_an_example_per_question():
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
 def test_an_example_is_one_valid_experiment(path):
     (document,) = [d for d in yaml.safe_load_all(path.read_text()) if d]
-    assert document["apiVersion"] == api.API_VERSION and document["kind"] == api.KIND
+    assert document["apiVersion"] == models.API_VERSION and document["kind"] == models.KIND
     assert document["metadata"]["name"]
-    spec = api.ExperimentSpec.model_validate(document["spec"])
-    assert runner.spec_rejection(spec) is None  # the typed spec, back on the wire, passes the CRD again
+    spec = models.ExperimentSpec.model_validate(document["spec"])
+    assert race.spec_rejection(spec) is None  # the typed spec, back on the wire, passes the CRD again
     params = rally.track_params(spec, rally.data_node_count(spec.elasticsearch))
     command = rally.race_command(spec, esrally="esrally", race_id="r", target_hosts="es:9200",
                                  params_file="p.json", client_options_file="c.json", track_path="/t")

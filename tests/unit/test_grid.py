@@ -7,15 +7,16 @@ from typing import Any
 
 import pytest
 
-from esbench import api, grid
+from esbench.api import models
+from esbench.controller import grid
 
 TEMPLATE = {"elasticsearch": {"version": "8.15.0"}, "workload": {"track": "smoke"}}
 CODECS = {"field": "index.codec", "values": ["default", "best_compression"]}
 VERSIONS = {"field": "elasticsearch.version", "values": ["8.15.0", "8.16.0"]}
 
 
-def sweep(*matrix: dict[str, Any], **fields: Any) -> api.SweepSpec:
-    return api.SweepSpec(template=fields.pop("template", TEMPLATE), matrix=list(matrix), **fields)
+def sweep(*matrix: dict[str, Any], **fields: Any) -> models.SweepSpec:
+    return models.SweepSpec(template=fields.pop("template", TEMPLATE), matrix=list(matrix), **fields)
 
 
 def plan(*matrix: dict[str, Any], **fields: Any) -> grid.Plan:
@@ -172,7 +173,7 @@ def test_shuffled_rounds_are_seeded_permutations_of_every_cell():
     assert order != keys(plan(bulk_sizes(8), repetitions=3))  # 8! orders: not the interleaved one
 
 
-@pytest.mark.parametrize("order", list(api.RunOrder))
+@pytest.mark.parametrize("order", list(models.RunOrder))
 def test_every_run_appears_exactly_once_in_every_order(order):
     runs = keys(plan(CODECS, VERSIONS, repetitions=3, order=order))
     assert Counter(runs) == Counter((f"c{c}", r) for c in range(4) for r in (1, 2, 3))
@@ -185,7 +186,7 @@ def key_of(**overrides: Any) -> str:
     spec = TEMPLATE
     for field, value in overrides.items():
         spec = grid.with_value(spec, field.replace("__", "."), value)
-    return grid.cluster_key(grid.plan(api.SweepSpec(template=spec)).cells[0].spec)
+    return grid.cluster_key(grid.plan(models.SweepSpec(template=spec)).cells[0].spec)
 
 
 def test_cells_differing_only_in_index_or_track_params_share_a_cluster():
@@ -203,7 +204,7 @@ def test_cells_with_different_tracks_do_not_share_a_cluster():
 
 
 def test_an_exclude_naming_a_field_no_axis_has_is_an_error_not_a_no_op():
-    spec = api.SweepSpec.model_validate({
+    spec = models.SweepSpec.model_validate({
         "template": {"elasticsearch": {"version": "8.15.3"}, "workload": {"track": "smoke"}},
         "matrix": [{"field": "index.codec", "values": ["default", "best_compression"]}],
         "exclude": [{"index.codec_": "default"}]})
@@ -212,7 +213,7 @@ def test_an_exclude_naming_a_field_no_axis_has_is_an_error_not_a_no_op():
 
 
 def test_a_gate_on_the_baseline_itself_is_an_error():
-    spec = api.SweepSpec.model_validate({
+    spec = models.SweepSpec.model_validate({
         "template": {"elasticsearch": {"version": "8.15.3"}, "workload": {"track": "smoke"}},
         "matrix": [{"field": "index.codec", "values": ["default", "best_compression"]}],
         "gates": [{"task": "index-append", "metric": "throughput.median", "maxRegressionPercent": 5, "cells": ["c0"]}]})

@@ -1,6 +1,6 @@
 """Per-object locks of the reconcilers: one per object, dropped once the object is gone."""
 
-from esbench.lifecycle import KeyedLocks
+from esbench.controller.lifecycle import KeyedLocks
 
 
 def test_one_lock_per_object_until_it_is_forgotten():

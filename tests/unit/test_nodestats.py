@@ -1,6 +1,6 @@
 """_nodes/stats samples -> per-node figures (api.NodeSample)."""
 
-from esbench import nodestats
+from esbench.runner import nodestats
 
 
 def sample(cpu, os_cpu, heap, young, index_total, query_total, node_id="n1", name="es-0"):

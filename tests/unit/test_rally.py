@@ -2,12 +2,13 @@
 
 import pytest
 
-from esbench import api, rally
-from esbench.report import FailureKind
+from esbench.api import models
+from esbench.api.race_report import FailureKind
+from esbench.runner import rally
 
 
-def make_spec(index=None, rally_section=None, **workload) -> api.ExperimentSpec:
-    return api.ExperimentSpec.model_validate({
+def make_spec(index=None, rally_section=None, **workload) -> models.ExperimentSpec:
+    return models.ExperimentSpec.model_validate({
         "elasticsearch": {"version": "8.15.3", "nodeCount": 3},
         "index": index or {},
         "workload": {"track": "smoke", **workload},
@@ -85,13 +86,13 @@ def test_an_explicit_cluster_health_other_than_green_is_kept():
 
 
 def test_data_nodes_from_the_spec_count_only_data_node_sets():
-    es = api.Elasticsearch.model_validate({"version": "8.15.3", "nodeSets": [
+    es = models.Elasticsearch.model_validate({"version": "8.15.3", "nodeSets": [
         {"name": "masters", "count": 3, "roles": ["master"]},
         {"name": "hot", "count": 2, "roles": ["data_hot", "data_content"]},
         {"name": "any", "count": 1}]})
     assert rally.data_node_count(es) == 3
-    assert rally.data_node_count(api.Elasticsearch(version="8.15.3", node_count=4)) == 4
-    assert rally.data_node_count(api.Elasticsearch(version="8.15.3")) == 1
+    assert rally.data_node_count(models.Elasticsearch(version="8.15.3", node_count=4)) == 4
+    assert rally.data_node_count(models.Elasticsearch(version="8.15.3")) == 1
 
 
 # --- client options and target ----------------------------------------------------------

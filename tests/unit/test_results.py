@@ -1,4 +1,4 @@
-"""race.json -> api.Results, on real race.json files (tests/fixtures/race/README.md says how
+"""race.json -> models.Results, on real race.json files (tests/fixtures/race/README.md says how
 each was produced)."""
 
 import json
@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from esbench import api, results
+from esbench.api import models
+from esbench.runner import results
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "race"
 
@@ -27,9 +28,9 @@ def test_a_successful_race_is_summarized_with_numbers_exactly_as_rally_reports_t
     assert (summary.track, summary.challenge) == ("smoke", "index-and-search")
     assert summary.rally_version == "2.13.0" and summary.distribution_version == version
     assert [t.task for t in summary.tasks] == [op["task"] for op in race["results"]["op_metrics"]]
-    for task, op in zip(summary.tasks, race["results"]["op_metrics"]):
+    for task, op in zip(summary.tasks, race["results"]["op_metrics"], strict=True):
         assert task.operation == op["operation"]
-        assert task.throughput == api.Throughput(median=op["throughput"]["median"], unit=op["throughput"]["unit"])
+        assert task.throughput == models.Throughput(median=op["throughput"]["median"], unit=op["throughput"]["unit"])
         for ours, theirs in ((task.latency, op["latency"]), (task.service_time, op["service_time"])):
             assert ours.unit == theirs["unit"] == "ms"
             assert (ours.p50, ours.p90, ours.p99, ours.p100) == tuple(
@@ -38,7 +39,7 @@ def test_a_successful_race_is_summarized_with_numbers_exactly_as_rally_reports_t
         assert task.duration == op["duration"]
 
     flat = race["results"]
-    assert summary.cluster == api.ClusterResult(
+    assert summary.cluster == models.ClusterResult(
         indexing_time_ms=flat["total_time"], merge_time_ms=flat["merge_time"], refresh_time_ms=flat["refresh_time"],
         flush_time_ms=flat["flush_time"], young_gc_time_ms=flat["young_gc_time"], old_gc_time_ms=flat["old_gc_time"],
         store_size_bytes=flat["store_size"], translog_size_bytes=flat["translog_size"],
@@ -74,9 +75,9 @@ def test_an_aborted_race_has_provenance_but_no_results():
 
 def test_figures_rally_could_not_collect_are_left_out():
     race = {"race-id": "r", "results": {"op_metrics": [], "store_size": None, "young_gc_time": [], "segment_count": 3}}
-    assert results.summarize(race).cluster == api.ClusterResult(segment_count=3)
+    assert results.summarize(race).cluster == models.ClusterResult(segment_count=3)
 
 
 def test_the_summary_is_valid_status_material():
     summary = results.summarize(load("8.7.1-smoke-success.json"))
-    assert api.Results.model_validate(summary.to_wire()) == summary
+    assert models.Results.model_validate(summary.to_wire()) == summary

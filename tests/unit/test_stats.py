@@ -10,9 +10,10 @@ import statistics
 
 import pytest
 
-from esbench import api, stats
-from esbench.compare import Section
-from esbench.stats import Verdict
+from esbench.analysis import stats
+from esbench.analysis.compare import Section
+from esbench.analysis.stats import Verdict
+from esbench.api import models
 
 WELCH, MANN_WHITNEY = stats.Test.WELCH_T, stats.Test.MANN_WHITNEY_U
 
@@ -136,10 +137,10 @@ def test_welch_p_value_is_none_when_neither_sample_varies():
 # --- the table -------------------------------------------------------------------------------
 
 
-def run(throughput: float, latency: float, store: float | None = None, error_rate: float | None = None) -> api.Results:
-    task = api.TaskResult(task="bulk", throughput=api.Throughput(median=throughput, unit="docs/s"),
-                          latency=api.Percentiles(p50=latency, unit="ms"), error_rate=error_rate)
-    return api.Results(tasks=[task], cluster=api.ClusterResult(store_size_bytes=store) if store else None)
+def run(throughput: float, latency: float, store: float | None = None, error_rate: float | None = None) -> models.Results:
+    task = models.TaskResult(task="bulk", throughput=models.Throughput(median=throughput, unit="docs/s"),
+                          latency=models.Percentiles(p50=latency, unit="ms"), error_rate=error_rate)
+    return models.Results(tasks=[task], cluster=models.ClusterResult(store_size_bytes=store) if store else None)
 
 
 SWEEP = {

@@ -1,8 +1,8 @@
 """Conditions, headline and log excerpts for the Experiment status."""
 
-from esbench.api import Results, TaskResult, Throughput
-from esbench.report import RaceReport, encode_report
-from esbench.status import headline, log_excerpt, redact, with_condition
+from esbench.api.models import Results, TaskResult, Throughput
+from esbench.api.race_report import RaceReport, encode_report
+from esbench.controller.status import headline, log_excerpt, redact, with_condition
 
 
 def test_condition_transition_time_moves_only_when_status_changes():

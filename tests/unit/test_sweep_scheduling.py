@@ -6,7 +6,9 @@ from typing import Any
 
 import pytest
 
-from esbench import api, builders, grid, names, stats, sweeps
+from esbench.analysis import stats
+from esbench.api import models
+from esbench.controller import grid, manifests, names, sweeps
 
 TEMPLATE = {"elasticsearch": {"version": "8.15.0"}, "workload": {"track": "smoke"}}
 CODECS = {"field": "index.codec", "values": ["default", "best_compression"]}
@@ -14,17 +16,17 @@ VERSIONS = {"field": "elasticsearch.version", "values": ["8.15.0", "8.16.0"]}
 
 
 def plan(*matrix: dict[str, Any], **fields: Any) -> grid.Plan:
-    return grid.plan(api.SweepSpec(template=fields.pop("template", TEMPLATE), matrix=list(matrix), **fields))
+    return grid.plan(models.SweepSpec(template=fields.pop("template", TEMPLATE), matrix=list(matrix), **fields))
 
 
-def sweep(name: str = "bench") -> builders.Sweep:
-    return builders.Sweep(name, "default", "sweep-uid", api.SweepSpec(template=TEMPLATE))
+def sweep(name: str = "bench") -> manifests.Sweep:
+    return manifests.Sweep(name, "default", "sweep-uid", models.SweepSpec(template=TEMPLATE))
 
 
 def child(cell: str, repetition: int, phase: str | None = None, reason: str | None = None,
           attempt: int = 1) -> dict[str, Any]:
     """A run's Experiment as the sweep created it, with the status its own reconciler wrote."""
-    body = builders.sweep_run_manifest(sweep(), cell, cell, TEMPLATE, repetition, attempt, None)
+    body = manifests.sweep_run_manifest(sweep(), cell, cell, TEMPLATE, repetition, attempt, None)
     if phase:
         body["status"] = {"phase": phase, "reason": reason}
     return body
@@ -124,8 +126,8 @@ def test_a_retry_comes_before_later_pending_runs_of_its_group():
 # --- gates -----------------------------------------------------------------------------------
 
 
-def results(*throughputs: float) -> list[api.Results]:
-    return [api.Results(tasks=[api.TaskResult(task="bulk", throughput=api.Throughput(median=t, unit="docs/s"))])
+def results(*throughputs: float) -> list[models.Results]:
+    return [models.Results(tasks=[models.TaskResult(task="bulk", throughput=models.Throughput(median=t, unit="docs/s"))])
             for t in throughputs]
 
 
@@ -136,8 +138,8 @@ ROWS_UNCHANGED = stats.compare_cells({"c0": BASELINE, "c1": results(1000, 1012, 
                                      stats.Test.WELCH_T)
 
 
-def gate(max_regression: float, task: str = "bulk", cells: list[str] | None = None) -> api.Gate:
-    return api.Gate(task=task, metric="throughput.median", max_regression_percent=max_regression, cells=cells)
+def gate(max_regression: float, task: str = "bulk", cells: list[str] | None = None) -> models.Gate:
+    return models.Gate(task=task, metric="throughput.median", max_regression_percent=max_regression, cells=cells)
 
 
 def test_the_fixture_rows_say_what_their_names_say():
@@ -176,7 +178,7 @@ def test_a_gate_fails_when_complete_without_data_for_its_task_or_cell():
 
 def test_a_run_on_a_shared_cluster_targets_it_and_is_owned_by_the_sweep():
     cell = plan(CODECS, VERSIONS).cells[3]
-    run = builders.sweep_run_manifest(sweep(), cell.id, cell.label, cell.spec, 2, 1, "bench-g1")
+    run = manifests.sweep_run_manifest(sweep(), cell.id, cell.label, cell.spec, 2, 1, "bench-g1")
     assert run["kind"] == "Experiment" and run["metadata"]["name"] == "bench-c3-r2"
     assert run["spec"]["target"] == {"elasticsearchRef": {"name": "bench-g1"}} and "elasticsearch" not in run["spec"]
     assert run["spec"]["index"] == {"codec": "best_compression"}
@@ -185,7 +187,7 @@ def test_a_run_on_a_shared_cluster_targets_it_and_is_owned_by_the_sweep():
     [owner] = run["metadata"]["ownerReferences"]
     assert owner.items() >= {"apiVersion": "esbench.io/v1alpha1", "kind": "ExperimentSweep", "name": "bench",
                              "uid": "sweep-uid", "controller": True}.items()
-    assert "elasticsearch" in builders.sweep_run_manifest(sweep(), cell.id, cell.label, cell.spec, 2, 1, None)["spec"]
+    assert "elasticsearch" in manifests.sweep_run_manifest(sweep(), cell.id, cell.label, cell.spec, 2, 1, None)["spec"]
 
 
 def test_run_names_carry_cell_repetition_and_retry_within_the_name_limit():
@@ -196,8 +198,8 @@ def test_run_names_carry_cell_repetition_and_retry_within_the_name_limit():
 
 
 def test_a_shared_cluster_is_owned_by_the_sweep():
-    es = api.Elasticsearch(version="8.15.0", node_count=3)
-    cluster = builders.cluster_manifest(sweep(), names.sweep_cluster_name("bench", 0), es)
+    es = models.Elasticsearch(version="8.15.0", node_count=3)
+    cluster = manifests.cluster_manifest(sweep(), names.sweep_cluster_name("bench", 0), es)
     assert cluster["metadata"]["name"] == "bench-g0"
     assert cluster["metadata"]["labels"]["esbench.io/sweep"] == "bench"
     assert cluster["metadata"]["ownerReferences"][0]["kind"] == "ExperimentSweep"
@@ -209,18 +211,18 @@ def test_warmup_runs_go_first_and_are_left_out_of_the_comparison():
     assert to_start(p, []) == [("w0", 1)], "the shared cluster's first race is a warm-up"
 
     def succeeded(cell: str, throughput: float) -> dict[str, Any]:
-        results = api.Results(tasks=[api.TaskResult(task="index-append", throughput=api.Throughput(
+        results = models.Results(tasks=[models.TaskResult(task="index-append", throughput=models.Throughput(
             median=throughput, unit="docs/s"))])
         return {**child(cell, 1, "Succeeded"), "status": {"phase": "Succeeded", "results": results.to_wire()}}
 
     children = [succeeded("w0", 10.0), succeeded("c0", 1000.0), succeeded("c1", 900.0)]
-    rows = sweeps.comparison(p, sweeps.progress(p, children, 1), api.SweepSpec(template=TEMPLATE))
+    rows = sweeps.comparison(p, sweeps.progress(p, children, 1), models.SweepSpec(template=TEMPLATE))
     row = next(r for r in rows if r.metric.key == "throughput.median")
     assert [(c.cell, c.summary.n, c.summary.median) for c in row.cells] == [("c0", 1, 1000.0), ("c1", 1, 900.0)]
 
 
 def report_for(p: grid.Plan, children: list[dict[str, Any]], **spec: Any) -> sweeps.StatusReport:
-    sweep_spec = api.SweepSpec(template=TEMPLATE, **spec)
+    sweep_spec = models.SweepSpec(template=TEMPLATE, **spec)
     states_ = sweeps.progress(p, children, sweep_spec.max_retries)
     run_groups = sweeps.groups(p, reuse=True)
     return sweeps.status_report(p, states_, run_groups, {key: "bench-g0" for key in run_groups}, sweep_spec,

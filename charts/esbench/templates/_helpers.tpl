@@ -81,7 +81,7 @@ The operator image; the Rally Jobs use the same one unless operator.rallyImage i
 {{- end }}
 
 {{/*
-What the operator does in each namespace it watches (see operator/esbench/kube.py,
+What the operator does in each namespace it watches (see operator/esbench/controller/kube.py,
 lifecycle.py, handlers.py). Shared by the ClusterRole (all namespaces) and the per-namespace
 Roles. Deliberately nothing on Secrets: the Rally pod gets ECK's credentials by reference
 (secretKeyRef, secret volume), which the kubelet resolves, not the operator.

@@ -1,0 +1,2 @@
+"""Results into answers: comparisons, statistics and verdicts, charts and reports. Pure: no
+Kubernetes, no Rally."""

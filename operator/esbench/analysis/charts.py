@@ -1,0 +1,206 @@
+"""Charts of Experiments' results (matplotlib, drawn off-screen) as standalone SVG documents.
+
+One colour per Experiment, the same in every chart. A chart is only drawn when at least one
+Experiment has the figures for it (CPU, for instance, exists only when the runner sampled
+`_nodes/stats`).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from dataclasses import dataclass
+
+import matplotlib
+
+matplotlib.use("Agg")  # off-screen; must precede pyplot
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+
+from esbench.analysis.compare import Entry, format_value
+from esbench.api import models
+
+_PERCENTILES = ("p50", "p90", "p99", "p100")
+_COLUMNS = 3
+plt.rcParams.update({
+    "svg.hashsalt": "esbench",  # stable element ids: the same results give the same file
+    "font.size": 9,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.titlesize": 10,
+})
+
+
+@dataclass(frozen=True)
+class Chart:
+    name: str  # file-name friendly, e.g. "throughput"
+    title: str
+    figure: Figure
+
+    @property
+    def svg(self) -> str:
+        """A standalone SVG document (text as paths: no fonts needed to view it)."""
+        buffer = io.StringIO()
+        self.figure.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
+        return buffer.getvalue()
+
+    def png(self, dpi: int = 110) -> bytes:
+        buffer = io.BytesIO()
+        self.figure.savefig(buffer, format="png", bbox_inches="tight", dpi=dpi)
+        return buffer.getvalue()
+
+    def close(self) -> None:
+        plt.close(self.figure)
+
+
+def _colours(count: int) -> list:
+    palette = plt.get_cmap("tab10")
+    return [palette(i % 10) for i in range(count)]
+
+
+def _grid(count: int, height: float) -> tuple[Figure, list]:
+    columns = min(_COLUMNS, count)
+    rows = math.ceil(count / columns)
+    figure, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, height * rows), squeeze=False,
+                                layout="constrained")
+    flat = [ax for row in axes for ax in row]
+    for ax in flat[count:]:
+        ax.set_visible(False)
+    return figure, flat[:count]
+
+
+def _task_order(entries: list[Entry]) -> list[str]:
+    order: list[str] = []
+    for entry in entries:
+        for task in entry.results.tasks:
+            if task.task not in order:
+                order.append(task.task)
+    return order
+
+
+def _task(entry: Entry, name: str) -> models.TaskResult | None:
+    return next((t for t in entry.results.tasks if t.task == name), None)
+
+
+def _legend(figure: Figure, entries: list[Entry], colours: list) -> None:
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in colours]
+    figure.legend(handles, [e.label for e in entries], loc="outside lower center", ncol=min(len(entries), 4),
+                  frameon=False)
+
+
+def throughput(entries: list[Entry]) -> Chart | None:
+    """Median throughput per task: one panel per task (tasks differ in unit and magnitude)."""
+    tasks = [name for name in _task_order(entries)
+             if any((t := _task(e, name)) and t.throughput and t.throughput.median is not None for e in entries)]
+    if not tasks:
+        return None
+    colours = _colours(len(entries))
+    figure, axes = _grid(len(tasks), 1.4 + 0.3 * len(entries))
+    for ax, name in zip(axes, tasks, strict=True):
+        values, unit = [], None
+        for entry in entries:
+            task = _task(entry, name)
+            value = task.throughput.median if task and task.throughput else None
+            unit = unit or (task.throughput.unit if task and task.throughput else None)
+            values.append(value)
+        positions = list(range(len(entries)))[::-1]
+        ax.barh(positions, [v or 0 for v in values], color=colours)
+        for position, value in zip(positions, values, strict=True):
+            ax.text(value or 0, position, f" {format_value(value, None)}", va="center", fontsize=8)
+        ax.set_yticks([])  # the colours (legend) say which Experiment a bar is
+        ax.spines["left"].set_visible(False)
+        ax.set_title(f"{name} ({unit or '?'})")
+        ax.set_xlim(0, max((v or 0) for v in values) * 1.3 or 1)
+    figure.suptitle("Throughput (median), higher is better (– : the Experiment did not run the task)")
+    _legend(figure, entries, colours)
+    return Chart("throughput", "Throughput per task", figure)
+
+
+def latency(entries: list[Entry]) -> Chart | None:
+    """Latency percentiles per task: p50..p100 side by side, one bar per Experiment."""
+    tasks = [name for name in _task_order(entries)
+             if any((t := _task(e, name)) and t.latency and any(getattr(t.latency, p) is not None for p in _PERCENTILES)
+                    for e in entries)]
+    if not tasks:
+        return None
+    colours = _colours(len(entries))
+    figure, axes = _grid(len(tasks), 2.8)
+    width = 0.8 / len(entries)
+    for ax, name in zip(axes, tasks, strict=True):
+        unit = None
+        for index, entry in enumerate(entries):
+            task = _task(entry, name)
+            if task is None or task.latency is None:
+                continue  # this Experiment did not run the task
+            unit = unit or task.latency.unit
+            values = [getattr(task.latency, p) for p in _PERCENTILES]
+            xs = [i + (index - (len(entries) - 1) / 2) * width for i in range(len(_PERCENTILES))]
+            ax.bar([x for x, v in zip(xs, values, strict=True) if v is not None], [v for v in values if v is not None],
+                   width=width, color=colours[index])
+            for x, value in zip(xs, values, strict=True):
+                if value is None:  # Rally reports a percentile only with enough samples
+                    ax.text(x, 0, "n/a", rotation=90, ha="center", va="bottom", fontsize=6, color="#8c959f")
+        ax.set_xticks(range(len(_PERCENTILES)), _PERCENTILES)
+        ax.set_title(name)
+        ax.set_ylabel(unit or "")
+    figure.suptitle("Latency percentiles, lower is better (n/a: too few samples for Rally to report it)")
+    _legend(figure, entries, colours)
+    return Chart("latency", "Latency percentiles per task", figure)
+
+
+def _per_entry_bars(entries: list[Entry], values: list[float | None], title: str, unit_label: str,
+                    labels: list[str], name: str, chart_title: str, errors: list[float | None] | None = None) -> Chart:
+    colours = _colours(len(entries))
+    crowded = len(entries) > 3 or max(len(e.label) for e in entries) > 14
+    figure, ax = plt.subplots(figsize=(max(4.0, 1.1 * len(entries) + 2), 4.0 if crowded else 3.0),
+                              layout="constrained")
+    positions = list(range(len(entries)))
+    ax.bar(positions, [v or 0 for v in values], color=colours)
+    if errors is not None:  # a marker for the p90 above the mean
+        points = [(p, e) for p, e in zip(positions, errors, strict=True) if e is not None]
+        if points:
+            ax.scatter([p for p, _ in points], [e for _, e in points], marker="_", s=400, color="black", zorder=3,
+                       label="p90")
+            ax.legend(frameon=False, fontsize=8, loc="upper left")
+    for position, value, label in zip(positions, values, labels, strict=True):
+        ax.text(position, value or 0, label, ha="center", va="bottom", fontsize=8)
+    ax.set_xticks(positions, [e.label for e in entries], rotation=25 if crowded else 0,
+                  ha="right" if crowded else "center")
+    ax.set_ylabel(unit_label)
+    ax.set_title(title)
+    top = max([v or 0 for v in values] + [e or 0 for e in (errors or [])])
+    ax.set_ylim(0, top * 1.25 or 1)
+    return Chart(name, chart_title, figure)
+
+
+def store_size(entries: list[Entry]) -> Chart | None:
+    sizes = [e.results.cluster.store_size_bytes if e.results.cluster else None for e in entries]
+    if all(s is None for s in sizes):
+        return None
+    segments = [e.results.cluster.segment_count if e.results.cluster else None for e in entries]
+    labels = [f"{format_value(s, 'bytes')}\n{format_value(n, 'segments')} segment{'' if n == 1 else 's'}" if n is not None
+              else format_value(s, "bytes") for s, n in zip(sizes, segments, strict=True)]
+    largest = max(s for s in sizes if s is not None)
+    exponent, unit = next(((e, u) for e, u in ((30, "GiB"), (20, "MiB"), (10, "KiB")) if largest >= 2**e), (0, "bytes"))
+    scaled = [s / 2**exponent if s is not None else None for s in sizes]
+    return _per_entry_bars(entries, scaled, "Store size after the race, lower is better", unit, labels,
+                           "store-size", "Store size per configuration")
+
+
+def cpu(entries: list[Entry]) -> Chart | None:
+    def node_mean(entry: Entry, attribute: str) -> float | None:
+        values = [getattr(n.process_cpu_percent, attribute) for n in entry.results.nodes or []
+                  if n.process_cpu_percent and getattr(n.process_cpu_percent, attribute) is not None]
+        return sum(values) / len(values) if values else None
+
+    means = [node_mean(e, "mean") for e in entries]
+    if all(m is None for m in means):
+        return None
+    p90s = [node_mean(e, "p90") for e in entries]
+    labels = [format_value(m, "%") if m is not None else "n/a" for m in means]
+    return _per_entry_bars(entries, means, "Elasticsearch process CPU during the race (mean, p90 marked), lower is better",
+                           "% of the host's CPUs", labels, "cpu", "CPU per configuration", errors=p90s)
+
+
+def all_charts(entries: list[Entry]) -> list[Chart]:
+    return [c for c in (throughput(entries), latency(entries), store_size(entries), cpu(entries)) if c is not None]

@@ -1,0 +1,253 @@
+"""`esbench report`: configurations, results and charts of Experiments, as a self-contained HTML
+page (charts as inline SVG images) and as Markdown (charts as SVG files next to it).
+
+Building the report (`build`) is pure apart from drawing the charts; rendering is string work.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from esbench.analysis import charts, compare
+from esbench.analysis.compare import Comparison, Entry, Verdict
+
+try:
+    esbench_version = version("esbench")
+except PackageNotFoundError:  # running from a source tree without installing
+    esbench_version = "(source)"
+
+CONFIGURATION_COLUMNS = ["experiment", "result", "Elasticsearch", "codec", "shards", "replicas", "refresh",
+                         "other index settings", "track", "challenge", "track params", "nodes / heap", "source"]
+
+
+@dataclass(frozen=True)
+class RenderedChart:
+    name: str
+    title: str
+    svg: str
+
+
+@dataclass
+class Report:
+    title: str
+    generated: str
+    entries: list[Entry]
+    configurations: list[dict[str, str]]
+    comparison: Comparison
+    charts: list[RenderedChart]
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(", ", ": ")) if value else "–"
+
+
+def configuration(entry: Entry) -> dict[str, str]:
+    """One row of the configuration table, from the spec (what was asked for) and the results
+    (what Rally ran); without a spec (a bare race.json), from Rally's track params."""
+    params = dict(entry.results.track_params or {})
+    index_settings = dict(params.get("index_settings") or {})
+    spec = entry.spec
+    if spec:
+        index = spec.index
+        codec = index.codec.value if index.codec else "default"
+        shards = str(index.shards) if index.shards is not None else "track default"
+        replicas = str(index.replicas) if index.replicas is not None else "track default"
+        refresh = index.refresh_interval or "default"
+        other = _json(index.settings)
+        track_params = _json(spec.workload.track_params)
+        es = spec.elasticsearch
+        if es is None:  # an existing cluster (spec.target): its topology is not in the spec
+            topology = "existing cluster"
+        else:
+            nodes = sum(n.count for n in es.node_sets) if es.node_sets else es.node_count or 1
+            topology = f"{nodes} / {es.heap or 'auto'}"
+        track = spec.workload.track
+        challenge = spec.workload.challenge or entry.results.challenge or "default"
+    else:
+        codec = str(index_settings.pop("index.codec", "default"))
+        shards = str(params.get("number_of_shards", "track default"))
+        replicas = str(params.get("number_of_replicas", "track default"))
+        refresh = str(index_settings.pop("index.refresh_interval", "default"))
+        other = _json(index_settings)
+        track_params = _json({k: v for k, v in params.items()
+                              if k not in ("index_settings", "number_of_shards", "number_of_replicas")})
+        topology = "–"
+        track = entry.results.track or "–"
+        challenge = entry.results.challenge or "default"
+    version = entry.cluster_version or entry.results.distribution_version or (spec.elasticsearch.version if spec and spec.elasticsearch else "–")
+    distribution = entry.annotations.get("esbench.io/elasticsearch")
+    result = entry.phase or "race.json"
+    if entry.reason and entry.phase != "Succeeded":
+        result += f" ({entry.reason})"
+    return {
+        "experiment": entry.label,
+        "result": result,
+        "Elasticsearch": version + (f" — {distribution}" if distribution else ""),
+        "codec": codec,
+        "shards": shards,
+        "replicas": replicas,
+        "refresh": refresh,
+        "other index settings": other,
+        "track": track,
+        "challenge": challenge,
+        "track params": track_params,
+        "nodes / heap": topology,
+        "source": entry.source or "–",
+    }
+
+
+def build(entries: list[Entry], title: str | None = None, now: datetime | None = None) -> Report:
+    moment = (now or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC")
+    return Report(
+        title=title or ("esbench report: " + ", ".join(e.label for e in entries)),
+        generated=moment,
+        entries=entries,
+        configurations=[configuration(e) for e in entries],
+        comparison=compare.compare(entries),
+        charts=_render(charts.all_charts(entries)),
+    )
+
+
+def _render(drawn: list[charts.Chart]) -> list[RenderedChart]:
+    rendered = []
+    for chart in drawn:
+        rendered.append(RenderedChart(chart.name, chart.title, chart.svg))
+        chart.close()
+    return rendered
+
+
+# --- HTML ----------------------------------------------------------------------------------
+
+_CSS = """
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto; max-width: 1200px;
+       padding: 0 1rem; color: #1f2328; }
+h1 { font-size: 1.5rem; } h2 { font-size: 1.2rem; margin-top: 2rem; border-bottom: 1px solid #d0d7de; }
+table { border-collapse: collapse; font-size: 0.85rem; margin: 0.5rem 0; }
+th, td { border: 1px solid #d0d7de; padding: 0.25rem 0.5rem; vertical-align: top; }
+th { background: #f6f8fa; text-align: left; }
+td.num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
+tr.section td { border-top: 2px solid #8c959f; }
+.better { color: #1a7f37; font-weight: 600; } .worse { color: #cf222e; font-weight: 600; }
+.warning { background: #fff8c5; border: 1px solid #d4a72c; padding: 0.5rem; margin: 0.5rem 0; }
+.meta { color: #59636e; font-size: 0.85rem; }
+figure { margin: 1rem 0; } figure img { max-width: 100%; }
+code { font-size: 0.8rem; }
+"""
+
+
+def _e(text: Any) -> str:
+    return html.escape(str(text))
+
+
+def _configuration_html(report: Report) -> str:
+    head = "".join(f"<th>{_e(c)}</th>" for c in CONFIGURATION_COLUMNS)
+    rows = []
+    for config in report.configurations:
+        cells = []
+        for column in CONFIGURATION_COLUMNS:
+            value = config[column]
+            cells.append(f"<td><code>{_e(value)}</code></td>" if column in ("track params", "other index settings")
+                         and value != "–" else f"<td>{_e(value)}</td>")
+        rows.append(f"<tr>{''.join(cells)}</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def _results_html(comparison: Comparison) -> str:
+    header = compare.table_header(comparison)
+    if not comparison.contenders:
+        header[3] = comparison.baseline
+    head = "".join(f"<th>{_e(h)}</th>" for h in header)
+    rows = []
+    previous = None
+    for row, cells in compare.table_rows(comparison):
+        group = (row.section, row.subject)
+        css = ' class="section"' if previous is not None and group != previous else ""
+        previous = group
+        html_cells = [f"<td>{_e(c)}</td>" for c in cells[:3]] + [f'<td class="num">{_e(cells[3])}</td>']
+        for index, d in enumerate(row.differences):
+            verdict = f" {d.verdict.value}" if d and d.verdict != Verdict.SAME else ""
+            html_cells.append(f'<td class="num">{_e(cells[4 + 2 * index])}</td>')
+            html_cells.append(f'<td class="num{verdict}">{_e(cells[5 + 2 * index])}</td>')
+        rows.append(f"<tr{css}>{''.join(html_cells)}</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def _chart_html(chart: RenderedChart) -> str:
+    data = base64.b64encode(chart.svg.encode()).decode()
+    return (f'<figure id="chart-{_e(chart.name)}"><img alt="{_e(chart.title)}" '
+            f'src="data:image/svg+xml;base64,{data}"><figcaption>{_e(chart.title)}</figcaption></figure>')
+
+
+def to_html(report: Report) -> str:
+    warnings = "".join(f'<p class="warning">{_e(w)}</p>' for w in report.comparison.warnings)
+    legend = ("Differences are against the baseline (the first Experiment); "
+              "throughput: higher is better; latency, service time, times, sizes, segment counts, "
+              "error rate and CPU: lower is better.")
+    chart_html = "".join(_chart_html(c) for c in report.charts) or "<p>No figures to chart.</p>"
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>{_e(report.title)}</title>
+<style>{_CSS}</style>
+</head>
+<body>
+<h1>{_e(report.title)}</h1>
+<p class="meta">Generated {_e(report.generated)} by esbench {_e(esbench_version)} from {len(report.entries)} Experiment(s).
+Figures are Rally's (race.json) and, for CPU, sampled from <code>_nodes/stats</code> during the race.</p>
+{warnings}
+<h2>Configurations</h2>
+{_configuration_html(report)}
+<h2>Results</h2>
+<p class="meta">{_e(legend)}</p>
+{_results_html(report.comparison)}
+<h2>Charts</h2>
+{chart_html}
+</body>
+</html>
+"""
+
+
+# --- Markdown ------------------------------------------------------------------------------
+
+
+def _md(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _configuration_markdown(report: Report) -> str:
+    lines = ["| " + " | ".join(CONFIGURATION_COLUMNS) + " |", "|" + "---|" * len(CONFIGURATION_COLUMNS)]
+    for config in report.configurations:
+        lines.append("| " + " | ".join(_md(config[c]) for c in CONFIGURATION_COLUMNS) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def write_markdown(report: Report, path: Path) -> list[Path]:
+    """The Markdown report at path, its charts as PATH-STEM-NAME.svg beside it; returns the chart files."""
+    path = Path(path)
+    written = []
+    images = []
+    for chart in report.charts:
+        chart_path = path.with_name(f"{path.stem}-{chart.name}.svg")
+        chart_path.write_text(chart.svg)
+        written.append(chart_path)
+        images.append(f"![{chart.title}]({chart_path.name})")
+    warnings = "".join(f"> warning: {w}\n" for w in report.comparison.warnings)
+    text = (
+        f"# {report.title}\n\n"
+        f"Generated {report.generated} by esbench {esbench_version} from {len(report.entries)} Experiment(s).\n\n"
+        + (warnings + "\n" if warnings else "")
+        + "## Configurations\n\n" + _configuration_markdown(report)
+        + "\n## Results\n\nDifferences are against the baseline (the first Experiment): **better**, _worse_.\n\n"
+        + compare.to_markdown(compare.Comparison(report.comparison.labels, report.comparison.rows, []))
+        + "\n## Charts\n\n" + "\n\n".join(images) + "\n"
+    )
+    path.write_text(text)
+    return written

@@ -1,0 +1,67 @@
+"""The race report: what the runner hands back to whoever started it.
+
+The Rally pod has no Kubernetes API rights, so it prints its report to its log and the
+operator reads the log of the finished pod. The report is gzip'd, base64'd and split into
+short marked lines so that it survives log line splitting and is easy to find among Rally's
+own output.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import re
+from enum import Enum
+from typing import Any
+
+from esbench.api.models import Model, Results
+
+MARKER = "==esbench-report=="
+_CHUNK = 3000
+_LINE = re.compile(rf"^{re.escape(MARKER)} (\d+)/(\d+) (\S+)$")
+
+
+class FailureKind(str, Enum):
+    INVALID_SPEC = "InvalidSpec"
+    TARGET_UNREACHABLE = "TargetUnreachable"
+    TRACK_ERROR = "TrackError"  # unknown track, challenge or track parameter
+    RACE_FAILED = "RaceFailed"
+    RACE_TIMEOUT = "RaceTimeout"  # stopped at rally.raceTimeoutSeconds; partial results kept
+    RACE_ERRORS = "RaceErrors"  # the race finished but some requests failed
+
+
+class Failure(Model):
+    kind: FailureKind
+    message: str
+
+
+class RaceReport(Model):
+    succeeded: bool
+    failure: Failure | None = None
+    results: Results | None = None
+    race_json: dict[str, Any] | None = None
+
+
+def encode_report(report: RaceReport) -> list[str]:
+    payload = base64.b64encode(gzip.compress(json.dumps(report.to_wire()).encode())).decode()
+    chunks = [payload[i : i + _CHUNK] for i in range(0, len(payload), _CHUNK)] or [""]
+    return [f"{MARKER} {n}/{len(chunks)} {chunk}" for n, chunk in enumerate(chunks, start=1)]
+
+
+def decode_report(log: str) -> RaceReport | None:
+    """The last complete report in a log, or None when the log holds none."""
+    chunks: dict[int, str] = {}
+    found: RaceReport | None = None
+    for line in log.splitlines():
+        match = _LINE.match(line.strip())
+        if not match:
+            continue
+        index, total, chunk = int(match[1]), int(match[2]), match[3]
+        if index == 1:
+            chunks = {}
+        chunks[index] = chunk
+        if index == total and len(chunks) == total:
+            payload = "".join(chunks[i] for i in range(1, total + 1))
+            found = RaceReport.model_validate(json.loads(gzip.decompress(base64.b64decode(payload))))
+    return found

@@ -1,0 +1,370 @@
+"""`esbench run`: one Experiment on this machine, without Kubernetes.
+
+The same Experiment file and the same runner (esbench.runner, what the Rally Job runs); only
+the cluster differs. Elasticsearch comes from one of:
+  --es-url    an existing cluster (credentials from ES_USERNAME / ES_PASSWORD, --ca-file);
+  --es-home   an unpacked distribution on this machine, started here;
+  (default)   Maven Central's integ-test-zip for spec.elasticsearch.version, downloaded once
+              (sha1-verified, cached), started here.
+A cluster started here is one node on loopback with the spec's heap (default 1g), HTTPS and a
+generated superuser when spec.elasticsearch.tls is true (as ECK sets it up), and is stopped
+afterwards. The outcome is an Experiment document with the status the operator would write,
+so result files and `kubectl get esx NAME -o json` are interchangeable.
+
+Steps are reported to a Progress (commands.py draws it); everything here but the pure
+`experiment_document` and `local_notes` is I/O.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+import shutil
+import tempfile
+import urllib.error
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+from esbench.api import models
+from esbench.api.race_report import FailureKind, RaceReport
+from esbench.cli import localcluster
+from esbench.controller import status
+from esbench.runner import race
+from esbench.runner.target import Target
+
+DEFAULT_HEAP = "1g"
+CLUSTER_NOT_READY = "ClusterNotReady"  # the operator's reason when the cluster never became ready
+# race.EXIT_CODES covers the race's outcomes (0, 10-14, 16); 15 and 130 are local mode's own.
+EXIT_INVALID_SPEC = race.EXIT_CODES[FailureKind.INVALID_SPEC]
+EXIT_CLUSTER_NOT_READY = 15
+EXIT_INTERRUPTED = 130
+RACE_SUCCEEDED = ("RaceSucceeded", "Race finished; results collected")  # as the operator words it
+
+INTEG_TEST_ZIP = (
+    "Maven Central's integ-test-zip: a minimal distribution with only the transport-netty4, x-pack-core "
+    "and x-pack-security modules (and apm on 8.x), basic license. It has no painless scripting, no ingest "
+    "processors, no analysis-common (most tokenizers and token filters), no ES|QL and no data streams: "
+    "tracks that need them fail. For a full distribution use --es-home or --es-url."
+)
+
+
+class Progress(Protocol):
+    """What local mode tells the person running it (commands.py draws it with rich)."""
+
+    def step(self, title: str) -> contextlib.AbstractContextManager[Callable[[str], None]]:
+        """A step with elapsed time; the yielded callable updates its one-line detail."""
+
+    def note(self, text: str) -> None: ...
+
+    def warn(self, text: str) -> None: ...
+
+    def output(self, line: str) -> None:
+        """A line of the runner's (and Rally's) own output."""
+
+
+@dataclass
+class Options:
+    es_url: str | None = None
+    ca_file: str | None = None
+    es_home: Path | None = None
+    username: str | None = None
+    password: str | None = field(default=None, repr=False)
+    esrally: str = "esrally"
+    work_dir: Path | None = None  # default: a temporary folder, removed after a success
+    target_timeout: float = 60.0
+
+
+@dataclass
+class Outcome:
+    document: dict[str, Any]  # the Experiment with its status
+    exit_code: int
+    work_dir: Path
+    work_dir_kept: bool
+    report: RaceReport | None = None
+
+
+def find_esrally() -> str:
+    """$ESBENCH_ESRALLY, else esrally on PATH, else the repository's .venv-rally (scripts/rally-env.sh)."""
+    if os.environ.get("ESBENCH_ESRALLY"):
+        return os.environ["ESBENCH_ESRALLY"]
+    on_path = shutil.which("esrally")
+    if on_path:
+        return on_path
+    repo_venv = Path(__file__).resolve().parents[3] / ".venv-rally" / "bin" / "esrally"
+    return str(repo_venv) if repo_venv.exists() else "esrally"
+
+
+def _now() -> datetime:
+    return datetime.now(UTC).replace(microsecond=0)
+
+
+def _timestamp(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# --- pure parts ----------------------------------------------------------------------------
+
+
+def local_notes(spec: models.ExperimentSpec, options: Options) -> list[str]:
+    """What of the spec does not apply on this machine, said up front."""
+    es = spec.elasticsearch
+    if options.es_url:
+        if es is None:
+            return []
+        return [f"Elasticsearch at {options.es_url} is used as it is: spec.elasticsearch (version {es.version}, "
+                "nodes, heap, config, TLS) is not applied to it"]
+    notes = []
+    nodes = sum(ns.count for ns in es.node_sets) if es.node_sets else es.node_count or 1
+    if nodes > 1:
+        notes.append(f"local mode runs one node; the spec asks for {nodes}")
+    ignored = [name for name, value in (("resources", es.resources), ("image", es.image)) if value]
+    if es.storage.type != models.StorageType.EMPTY_DIR or es.storage.storage_class_name:
+        ignored.append("storage (data lives in a temporary folder)")
+    if ignored:
+        notes.append(f"not applied locally: spec.elasticsearch.{', '.join(ignored)}")
+    if spec.workload.source != models.TrackSource.BUNDLED:
+        notes.append(f"workload.source {spec.workload.source.value} fetches the track with git: this needs internet")
+    return notes
+
+
+def experiment_document(
+    stored: dict[str, Any],
+    *,
+    succeeded: bool,
+    reason: str,
+    message: str,
+    race_id: str,
+    start_time: datetime,
+    completion_time: datetime,
+    results: models.Results | None = None,
+    cluster_version: str | None = None,
+    annotations: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """The Experiment as the operator leaves it when it ends (same fields, same wording)."""
+    metadata: dict[str, Any] = {"name": stored["metadata"]["name"]}
+    if annotations:
+        metadata["annotations"] = dict(annotations)
+    state: dict[str, Any] = {
+        "phase": (models.Phase.SUCCEEDED if succeeded else models.Phase.FAILED).value,
+        "reason": reason,
+        "message": message,
+        "raceId": race_id,
+        "startTime": _timestamp(start_time),
+        "completionTime": _timestamp(completion_time),
+    }
+    if cluster_version:
+        state["clusterVersion"] = cluster_version
+    if results is not None:
+        state["results"] = results.to_wire()
+        line = status.headline(results)
+        if line:
+            state["headline"] = line
+    return {"apiVersion": models.API_VERSION, "kind": models.KIND, "metadata": metadata, "spec": stored["spec"],
+            "status": state}
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_RALLY_PROGRESS = re.compile(r"Running (\S+)\s*\[\s*(\d+)% done\]")
+
+
+def progress_detail(line: str) -> str | None:
+    """The part of a runner/Rally output line worth showing as the race step's detail."""
+    line = _ANSI.sub("", line).strip()
+    match = _RALLY_PROGRESS.search(line)  # Rally prints these only to a terminal
+    if match:
+        return f"{match[1]} {match[2]}%"
+    if line.startswith("esbench: "):
+        text = line.removeprefix("esbench: ")
+        return "esrally race started" if " race --pipeline" in text else text[:100]
+    if line.startswith(("[INFO]", "[WARNING]", "[ERROR]")):
+        return line[:100]
+    return None
+
+
+def start_failure(version: str, error: str, limit: int = 1000) -> str:
+    """Why Elasticsearch did not start, short enough for a status message: the first line of the
+    error and the line of its log tail that names the cause."""
+    lines = [line.strip() for line in error.splitlines() if line.strip()]
+    if not lines:
+        return f"Elasticsearch {version} did not start"
+    # The first error the node or the JVM logged is usually the cause; else an exception's message.
+    telling = ([line for line in lines[1:] if re.search(r"\[(ERROR|error)\]", line)]
+               or [line for line in lines[1:] if "Exception: " in line])
+    message = f"Elasticsearch {version} did not start: {lines[0]}"
+    if telling:
+        message += f" {telling[0]}"
+    return status.redact(message)[:limit]
+
+
+class _LineSink(io.TextIOBase):
+    """A text stream (what the runner prints to) that hands on complete lines."""
+
+    def __init__(self, on_line: Callable[[str], None]):
+        self._on_line = on_line
+        self._buffer = ""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self._buffer += text
+        while "\n" in self._buffer:
+            line, self._buffer = self._buffer.split("\n", 1)
+            self._on_line(line)
+        return len(text)
+
+
+# --- I/O ------------------------------------------------------------------------------------
+
+
+class ClusterNotReady(Exception):
+    pass
+
+
+def describe_url(url: str) -> str:
+    return re.sub(r"//[^/@]*@", "//", url)  # never a password from a URL into a result file
+
+
+def _es_home_version(home: Path) -> str | None:
+    jars = sorted((home / "lib").glob("elasticsearch-[0-9]*.jar"))
+    match = re.match(r"elasticsearch-(\d+\.\d+\.\d+)", jars[0].name) if jars else None
+    return match[1] if match else None
+
+
+def check_root_endpoint(target: Target, version: str) -> None:
+    """Rally reads the cluster version from `GET /`; some integ-test-zips (8.19.x) lack the module
+    that serves it (405). Fail now with the reason rather than after the runner's wait."""
+    try:
+        target.get("/", timeout=10)
+    except urllib.error.HTTPError as error:
+        if error.code == 405:
+            raise ClusterNotReady(
+                f"Elasticsearch {version}'s integ-test-zip does not serve `GET /` (HTTP 405: it lacks the rest-root "
+                "module), which Rally needs to read the version. Use a version that serves it (e.g. 8.7.1 or 7.17.29), "
+                "--es-home with a full distribution, or --es-url"
+            ) from error
+        raise ClusterNotReady(f"Elasticsearch {version} answers `GET /` with HTTP {error.code}") from error
+    except (urllib.error.URLError, OSError) as error:
+        raise ClusterNotReady(f"Elasticsearch {version} does not answer `GET /`: {error}") from error
+
+
+@contextlib.contextmanager
+def _local_cluster(spec: models.ExperimentSpec, options: Options, progress: Progress,
+                   annotations: dict[str, str]) -> Iterator[localcluster.LocalCluster]:
+    es = spec.elasticsearch
+    heap = es.heap or DEFAULT_HEAP
+    kwargs: dict[str, Any] = {}
+    if es.config:
+        kwargs["extra_settings"] = dict(es.config)
+    if options.es_home:
+        home_version = _es_home_version(options.es_home)
+        if home_version and home_version != es.version:
+            progress.warn(f"--es-home holds Elasticsearch {home_version}, the spec asks for {es.version}: "
+                          f"running {home_version}")
+        version = home_version or es.version
+        annotations["esbench.io/elasticsearch"] = f"{version} from --es-home {options.es_home}, one local node"
+        kwargs["home"] = options.es_home
+        progress.note(f"Elasticsearch {version} from {options.es_home}")
+    else:
+        version = es.version
+        with progress.step(f"Elasticsearch {version} distribution from Maven Central") as detail:
+            try:
+                archive = localcluster.distribution_zip(version)
+            except urllib.error.HTTPError as error:
+                raise ClusterNotReady(
+                    f"cannot download Elasticsearch {version} from Maven Central: HTTP {error.code}"
+                    + (" (no integ-test-zip for this version)" if error.code == 404 else "")) from error
+            except (urllib.error.URLError, OSError, RuntimeError) as error:
+                raise ClusterNotReady(f"cannot download Elasticsearch {version} from Maven Central: {error}") from error
+            detail(f"sha1-verified, cached at {archive}")
+        progress.note(f"Elasticsearch {version} is {INTEG_TEST_ZIP}")
+        annotations["esbench.io/elasticsearch"] = (
+            f"{version} integ-test-zip from Maven Central (minimal distribution), one local node")
+    with progress.step(f"Starting Elasticsearch {version} on 127.0.0.1 (heap {heap}, "
+                       f"{'HTTPS' if es.tls else 'HTTP'})") as detail:
+        try:
+            cluster = localcluster.start(version, heap=heap, secure=es.tls,
+                                         timeout=float(spec.rally.cluster_ready_timeout_seconds), **kwargs)
+        except (RuntimeError, TimeoutError, OSError, ValueError) as error:
+            raise ClusterNotReady(start_failure(version, str(error))) from error
+        detail(cluster.url)
+    try:
+        check_root_endpoint(cluster.client, version)
+        yield cluster
+    finally:
+        with progress.step("Stopping Elasticsearch"):
+            cluster.stop()
+
+
+def run(stored: dict[str, Any], spec: models.ExperimentSpec, options: Options, progress: Progress) -> Outcome:
+    """Race the admitted Experiment `stored` (its typed spec: `spec`) on this machine."""
+    name = stored["metadata"]["name"]
+    race_id = str(uuid.uuid4())
+    started = _now()
+    work_dir = options.work_dir or Path(tempfile.mkdtemp(prefix=f"esbench-run-{name}-"))
+    work_dir.mkdir(parents=True, exist_ok=True)
+    log_path = work_dir / "esbench-run.log"
+    annotations = {"esbench.io/run": "local"}
+    for note in local_notes(spec, options):
+        progress.warn(note)
+
+    report: RaceReport | None = None
+    cluster_version = None
+    try:
+        with open(log_path, "a") as log, contextlib.ExitStack() as stack:
+            if options.es_url:
+                annotations["esbench.io/elasticsearch"] = f"existing cluster at {describe_url(options.es_url)}"
+                target = Target(options.es_url, options.username, options.password, options.ca_file)
+                timeout = options.target_timeout
+            else:
+                cluster = stack.enter_context(_local_cluster(spec, options, progress, annotations))
+                target = cluster.client
+                timeout = 30.0
+            with progress.step(f"Race: track {spec.workload.track} ({spec.workload.source.value}), "
+                               f"race id {race_id}") as detail:
+                def on_line(line: str) -> None:
+                    log.write(line + "\n")
+                    log.flush()
+                    progress.output(line)
+                    shown = progress_detail(line)
+                    if shown:
+                        detail(shown)
+
+                settings = race.RaceSettings(
+                    spec=spec, target_url=target.url, ca_file=target.ca_file, username=target.username,
+                    password=target.password, race_id=race_id, work_dir=work_dir, esrally=options.esrally,
+                    target_timeout=timeout,
+                )
+                report = race.run(settings, out=_LineSink(on_line))
+            if report.results is not None:
+                cluster_version = report.results.distribution_version
+            if cluster_version is None:
+                with contextlib.suppress(Exception):
+                    cluster_version = target.get("/", timeout=5)["version"]["number"]
+    except ClusterNotReady as error:
+        document = experiment_document(
+            stored, succeeded=False, reason=CLUSTER_NOT_READY, message=str(error), race_id=race_id,
+            start_time=started, completion_time=_now(), annotations=annotations)
+        if options.work_dir is None:  # the race never started: nothing in it worth keeping
+            shutil.rmtree(work_dir, ignore_errors=True)
+        return Outcome(document, EXIT_CLUSTER_NOT_READY, work_dir, options.work_dir is not None)
+
+    if report.succeeded:
+        reason, message = RACE_SUCCEEDED
+    else:
+        assert report.failure is not None
+        reason, message = report.failure.kind.value, status.redact(report.failure.message)
+    document = experiment_document(
+        stored, succeeded=report.succeeded, reason=reason, message=message, race_id=race_id, start_time=started,
+        completion_time=_now(), results=report.results, cluster_version=cluster_version, annotations=annotations)
+    exit_code = race.exit_code(report)
+    kept = options.work_dir is not None or exit_code != 0
+    if not kept:
+        shutil.rmtree(work_dir, ignore_errors=True)
+    return Outcome(document, exit_code, work_dir, kept, report)

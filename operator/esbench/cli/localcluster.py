@@ -1,0 +1,279 @@
+"""A real single-node Elasticsearch on this machine, for tests and for local mode.
+
+The distribution is Maven Central's integ-test-zip: the only Elasticsearch artefact reachable
+from a registry. It is minimal (no painless, ingest processors or analysis-common; see
+docs) and has no bundled JDK, so a JDK 17 on this machine runs it. Elasticsearch refuses to
+run as root, so as root it is started as a system user (created when missing).
+
+Every instance gets its own directory (unpacked distribution, config, data, logs) so several
+can run side by side and nothing is written into the download cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pwd
+import secrets
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from esbench.runner.target import Target
+
+MAVEN_BASE = "https://repo1.maven.org/maven2/org/elasticsearch/distribution/integ-test-zip/elasticsearch"
+SYSTEM_USER = "esbench-es"
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("ESBENCH_CACHE") or Path.home() / ".cache" / "esbench")
+
+
+def distribution_zip(version: str, cache: Path | None = None) -> Path:
+    """The integ-test-zip for VERSION, downloaded once into the cache and sha1-verified."""
+    folder = (cache or cache_root()) / "elasticsearch"
+    target = folder / f"elasticsearch-{version}.zip"
+    if target.exists():
+        return target
+    folder.mkdir(parents=True, exist_ok=True)
+    url = f"{MAVEN_BASE}/{version}/elasticsearch-{version}.zip"
+    with urllib.request.urlopen(f"{url}.sha1", timeout=60) as response:
+        expected = response.read().decode().split()[0].strip()
+    partial = target.with_suffix(".zip.part")
+    digest = hashlib.sha1()
+    with urllib.request.urlopen(url, timeout=60) as response, open(partial, "wb") as out:
+        while chunk := response.read(1 << 20):
+            digest.update(chunk)
+            out.write(chunk)
+    if digest.hexdigest() != expected:
+        partial.unlink()
+        raise RuntimeError(f"sha1 mismatch for {url}: got {digest.hexdigest()}, expected {expected}")
+    partial.rename(target)  # only a verified file ever carries the final name
+    return target
+
+
+def java_home() -> Path:
+    """ES_JAVA_HOME or JAVA_HOME if set, else the JDK behind `java` on PATH."""
+    for name in ("ES_JAVA_HOME", "JAVA_HOME"):
+        if os.environ.get(name):
+            return Path(os.environ[name])
+    java = shutil.which("java")
+    if not java:
+        raise RuntimeError("no JDK found: install openjdk-17 or set ES_JAVA_HOME")
+    return Path(os.path.realpath(java)).parent.parent
+
+
+def java_env(home: Path) -> dict[str, str]:
+    """ES_JAVA_HOME for a distribution: none when it bundles its JDK and none is forced
+    (the integ-test-zip bundles none)."""
+    if (home / "jdk").is_dir() and not os.environ.get("ES_JAVA_HOME"):
+        return {}
+    return {"ES_JAVA_HOME": str(java_home())}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def ensure_system_user(name: str = SYSTEM_USER) -> None:
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        subprocess.run(
+            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
+            check=True,
+        )
+
+
+def _unpack(archive: Path, target: Path) -> Path:
+    """Unzip keeping the executable bits (zipfile drops them), return the distribution home."""
+    with zipfile.ZipFile(archive) as zf:
+        for info in zf.infolist():
+            path = Path(zf.extract(info, target))
+            mode = info.external_attr >> 16
+            if mode and not info.is_dir():
+                path.chmod(stat.S_IMODE(mode))
+    (home,) = [p for p in target.iterdir() if p.is_dir() and p.name.startswith("elasticsearch-")]
+    return home
+
+
+def _make_certificates(folder: Path) -> None:
+    """A throw-away CA and a certificate for localhost/127.0.0.1 signed by it (as ECK makes)."""
+    folder.mkdir()
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], check=True, capture_output=True)
+
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "7", "-subj", "/CN=esbench local CA",
+            "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+            "-keyout", str(folder / "ca.key"), "-out", str(folder / "ca.crt"))
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost",
+            "-keyout", str(folder / "http.key"), "-out", str(folder / "http.csr"))
+    (folder / "san.ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+    openssl("x509", "-req", "-days", "7", "-in", str(folder / "http.csr"), "-CA", str(folder / "ca.crt"),
+            "-CAkey", str(folder / "ca.key"), "-CAcreateserial", "-extfile", str(folder / "san.ext"),
+            "-out", str(folder / "http.crt"))
+
+
+@dataclass
+class LocalCluster:
+    version: str
+    url: str
+    base_dir: Path
+    process: subprocess.Popen
+    log_file: Path
+    username: str | None = None
+    password: str | None = field(default=None, repr=False)
+    ca_file: str | None = None
+
+    @property
+    def client(self) -> Target:
+        return Target(self.url, self.username, self.password, self.ca_file)
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def wait_for_health(self, status: str = "yellow", timeout: float = 120.0) -> dict:
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"Elasticsearch {self.version} exited with {self.process.returncode}:\n{self.log_tail()}")
+            try:
+                return self.client.get(f"_cluster/health?wait_for_status={status}&timeout=2s", timeout=10)
+            except (urllib.error.URLError, OSError):
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"Elasticsearch {self.version} not {status} after {timeout}s:\n{self.log_tail()}")
+            time.sleep(1)
+
+    def stop(self, keep_files: bool = False) -> None:
+        """Stop the whole process group (runuser, the launcher and the server JVM)."""
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        if not keep_files:
+            shutil.rmtree(self.base_dir, ignore_errors=True)
+
+
+def start(
+    version: str,
+    *,
+    heap: str = "1g",
+    base_dir: Path | None = None,
+    user: str = SYSTEM_USER,
+    cache: Path | None = None,
+    timeout: float = 180.0,
+    secure: bool = False,
+    extra_settings: dict[str, Any] | None = None,
+    home: Path | None = None,
+) -> LocalCluster:
+    """Unpack, configure and start a single-node cluster on loopback; return once it is yellow.
+
+    secure=True mirrors what ECK sets up: HTTPS with a certificate from a private CA (for
+    localhost) and a superuser with a random password (on the returned LocalCluster).
+    extra_settings are passed as -E settings after ours (so they win; the user's config).
+    home: an already unpacked distribution (e.g. a full one) to run instead of the
+    integ-test-zip; it is copied first (its launcher writes logs/gc.log into its home).
+    """
+    # Not under pytest's tmp_path: those folders are 0700 root and the ES user could not enter.
+    base = Path(base_dir) if base_dir else Path(tempfile.mkdtemp(prefix=f"esbench-es-{version}-"))
+    base.mkdir(parents=True, exist_ok=True)
+    if home is None:
+        home = _unpack(distribution_zip(version, cache), base / "dist")
+    else:  # a copy: Elasticsearch's launcher runs in its home and writes logs/gc.log there
+        home = Path(shutil.copytree(Path(home).resolve(), base / "dist" / Path(home).name, symlinks=True))
+    config, data, logs = base / "config", base / "data", base / "logs"
+    shutil.copytree(home / "config", config)  # ES writes its keystore into the config folder
+    data.mkdir()
+    logs.mkdir()
+
+    username = password = ca_file = None
+    if secure:
+        _make_certificates(config / "certs")
+        username, password = "esbench", secrets.token_urlsafe(18)
+        # File realm user, written straight into the config the node will read.
+        subprocess.run(
+            [str(home / "bin" / "elasticsearch-users"), "useradd", username, "-p", password, "-r", "superuser"],
+            env={**os.environ, **java_env(home), "ES_PATH_CONF": str(config)},
+            check=True, capture_output=True,
+        )
+        ca_file = str(config / "certs" / "ca.crt")
+
+    as_root = os.geteuid() == 0
+    if as_root:
+        ensure_system_user(user)
+        base.chmod(0o755)
+        shutil.chown(base, user, user)
+        for root, dirs, files in os.walk(base):
+            for name in dirs + files:
+                shutil.chown(os.path.join(root, name), user, user)
+
+    http_port, transport_port = free_port(), free_port()
+    settings = {
+        "discovery.type": "single-node",
+        "network.host": "127.0.0.1",
+        "http.port": http_port,
+        "transport.port": transport_port,
+        "path.data": data,
+        "path.logs": logs,
+        # Set from the very first start: otherwise 8.x rewrites its config for TLS itself.
+        "xpack.security.enabled": str(secure).lower(),
+        # A nearly full build disk must not leave replicas or new indices unassigned.
+        "cluster.routing.allocation.disk.threshold_enabled": "false",
+    }
+    if secure:
+        settings.update({
+            "xpack.security.http.ssl.enabled": "true",
+            "xpack.security.http.ssl.key": config / "certs" / "http.key",
+            "xpack.security.http.ssl.certificate": config / "certs" / "http.crt",
+            "xpack.security.http.ssl.certificate_authorities": config / "certs" / "ca.crt",
+        })
+    settings.update(extra_settings or {})
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        **java_env(home),
+        "ES_PATH_CONF": str(config),
+        "ES_JAVA_OPTS": f"-Xms{heap} -Xmx{heap}",
+        "ES_TMPDIR": str(base / "tmp"),
+    }
+    (base / "tmp").mkdir()
+    if as_root:
+        shutil.chown(base / "tmp", user, user)
+    command = [str(home / "bin" / "elasticsearch")] + [f"-E{k}={v}" for k, v in settings.items()]
+    if as_root:
+        command = ["runuser", "-u", user, "--", "env", *[f"{k}={v}" for k, v in env.items()], *command]
+    log_file = base / "stdout.log"
+    with open(log_file, "wb") as out:
+        process = subprocess.Popen(
+            command, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=base, start_new_session=True
+        )
+    url = f"https://localhost:{http_port}" if secure else f"http://127.0.0.1:{http_port}"
+    cluster = LocalCluster(
+        version=version, url=url, base_dir=base, process=process, log_file=log_file,
+        username=username, password=password, ca_file=ca_file,
+    )
+    try:
+        cluster.wait_for_health("yellow", timeout)
+    except BaseException:
+        cluster.stop(keep_files=True)
+        raise
+    return cluster

@@ -1,0 +1,99 @@
+"""The esbench command line. `esbench race` is the Rally Job's entrypoint."""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import click
+import pydantic
+import yaml
+
+from esbench.api import models
+from esbench.api.race_report import FailureKind
+from esbench.cli import commands
+from esbench.runner import race
+
+
+def load_spec(text: str) -> models.ExperimentSpec:
+    """An Experiment spec from JSON or YAML: the spec itself or a whole Experiment manifest."""
+    document: Any = yaml.safe_load(text)  # YAML is a superset of JSON
+    if isinstance(document, dict) and document.get("kind") == models.KIND and "spec" in document:
+        document = document["spec"]
+    return models.ExperimentSpec.model_validate(document)
+
+
+@click.group()
+def main() -> None:
+    """Declarative, reproducible Elasticsearch benchmarks (ECK + Rally)."""
+
+
+@main.command("race")
+@click.option("--spec-file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Experiment spec (JSON or YAML); default: the ESBENCH_SPEC environment variable.")
+@click.option("--target-url", required=True, help="Elasticsearch URL, e.g. https://NAME-es-http.NS.svc:9200.")
+@click.option("--ca-file", type=click.Path(dir_okay=False), default=None, help="CA certificate to verify the target with.")
+@click.option("--race-id", default=None, help="Rally race id (default: a new UUID).")
+@click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("/tmp/esbench"),
+              show_default=True, help="Writable directory for Rally's home, the prepared track and the corpus.")
+@click.option("--target-timeout", type=float, default=300.0, show_default=True,
+              help="Seconds to wait for the target to answer before reporting TargetUnreachable.")
+def race_command(spec_file: Path | None, target_url: str, ca_file: str | None, race_id: str | None,
+         work_dir: Path, target_timeout: float) -> None:
+    """Run one Rally race against TARGET and print the race report lines.
+
+    Credentials come from ES_USERNAME / ES_PASSWORD (never from options, so that they stay off
+    command lines); esrally from ESBENCH_ESRALLY (default: esrally on PATH).
+    Exit status: 0 success, 10 InvalidSpec, 11 TargetUnreachable, 12 TrackError,
+    13 RaceFailed, 14 RaceErrors, 16 RaceTimeout.
+    """
+    text = spec_file.read_text() if spec_file else os.environ.get("ESBENCH_SPEC")
+    try:
+        if not text:
+            raise ValueError("no spec: pass --spec-file or set ESBENCH_SPEC")
+        spec = load_spec(text)
+    except (ValueError, yaml.YAMLError, pydantic.ValidationError) as e:
+        report = race.failed(FailureKind.INVALID_SPEC, str(e))
+    else:
+        settings = race.RaceSettings(
+            spec=spec,
+            target_url=target_url,
+            race_id=race_id or str(uuid.uuid4()),
+            work_dir=work_dir,
+            ca_file=ca_file,
+            username=os.environ.get("ES_USERNAME"),
+            password=os.environ.get("ES_PASSWORD"),
+            esrally=os.environ.get("ESBENCH_ESRALLY", "esrally"),
+            target_timeout=target_timeout,
+        )
+        report = race.run(settings)
+    race.print_report(report)
+    sys.exit(race.exit_code(report))
+
+
+@main.command()
+@click.option("--namespace", "namespaces", multiple=True,
+              help="Watch only this namespace (repeatable). Default: all namespaces.")
+@click.option("--liveness", default="http://0.0.0.0:8080/healthz", show_default=True,
+              help="kopf's liveness endpoint, for the pod's liveness probe.")
+@click.option("--verbose", is_flag=True, help="Log every handler call.")
+def operator(namespaces: tuple[str, ...], liveness: str, verbose: bool) -> None:
+    """Run the esbench operator (kopf) in the foreground."""
+    import kopf
+
+    import esbench.controller.handlers  # noqa: F401  (registers the handlers)
+
+    kopf.configure(verbose=verbose)
+    kopf.run(standalone=True, clusterwide=not namespaces, namespaces=list(namespaces), liveness_endpoint=liveness)
+
+
+for _command in (commands.run_command, commands.show_command, commands.compare_command, commands.report_command,
+                 commands.sweep_command):
+    main.add_command(_command)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,118 @@
+"""Where compare and report get their Experiments: result files or the current kube context.
+
+An argument that names an existing file is read as a file: an Experiment document (JSON or
+YAML, as `esbench run --output` writes it or `kubectl get esx NAME -o json|yaml` prints it), a
+list of them (`kubectl get esx -o json`), or Rally's own race.json. Any other argument is the
+name of an Experiment in the current kube context's namespace (or --namespace).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from esbench.analysis.compare import Entry, NotComparable, entry_from_document, unique_labels
+from esbench.api import models
+from esbench.runner import results
+
+
+class SourceError(Exception):
+    """An argument that names neither a readable result file nor an Experiment with results."""
+
+
+def _documents(path: Path) -> list[dict[str, Any]]:
+    try:
+        loaded = list(yaml.safe_load_all(path.read_text()))  # YAML is a superset of JSON
+    except (OSError, yaml.YAMLError) as error:
+        raise SourceError(f"{path}: cannot read: {error}") from error
+    documents = []
+    for document in loaded:
+        if isinstance(document, dict) and isinstance(document.get("items"), list):  # a List
+            documents += [d for d in document["items"] if isinstance(d, dict)]
+        elif isinstance(document, dict):
+            documents.append(document)
+    return documents
+
+
+def _from_race_json(race: dict[str, Any], path: Path) -> Entry:
+    if not race.get("results"):
+        raise SourceError(f"{path}: race.json without results (the race failed)")
+    summary = results.summarize(race)
+    return Entry(label=race.get("race-id") or path.stem, results=summary, phase=None,
+                 cluster_version=summary.distribution_version, source=str(path))
+
+
+def from_file(path: Path) -> list[Entry]:
+    entries = []
+    for document in _documents(path):
+        if "rally-version" in document and "kind" not in document:
+            entries.append(_from_race_json(document, path))
+            continue
+        try:
+            entries.append(entry_from_document(document, str(path)))
+        except NotComparable as error:
+            raise SourceError(str(error)) from error
+        except ValueError as error:  # pydantic: results in an unexpected shape
+            raise SourceError(f"{path}: status.results is not esbench's results format: {error}") from error
+    if not entries:
+        raise SourceError(f"{path}: holds no Experiment")
+    return entries
+
+
+def _from_api(plural: str, kind: str, name: str, namespace: str | None, context: str | None) -> tuple[dict, str]:
+    """The resource and its namespace/name, from the current (or given) kube context."""
+    from kubernetes import client, config
+    from kubernetes.client.exceptions import ApiException
+    from kubernetes.config.config_exception import ConfigException
+
+    try:
+        config.load_kube_config(context=context)
+        if namespace is None:
+            _, active = config.list_kube_config_contexts()
+            namespace = (active or {}).get("context", {}).get("namespace") or "default"
+    except (ConfigException, OSError) as error:
+        raise SourceError(f"{name}: not a file, and no kube context to look it up in ({error})") from error
+    custom = client.CustomObjectsApi()
+    try:
+        return custom.get_namespaced_custom_object(models.GROUP, models.VERSION, namespace, plural, name), f"{namespace}/{name}"
+    except ApiException as error:
+        if error.status == 404:
+            raise SourceError(f"{name}: no such file, and no {kind} {name} in namespace {namespace}") from error
+        raise SourceError(f"{name}: reading {kind} {namespace}/{name} failed: {error.status} {error.reason}") from error
+    except OSError as error:  # urllib3 connection errors are OSErrors
+        raise SourceError(f"{name}: not a file, and the API server is not reachable ({error})") from error
+
+
+def from_cluster(name: str, namespace: str | None, context: str | None = None) -> Entry:
+    document, where = _from_api(models.PLURAL, models.KIND, name, namespace, context)
+    try:
+        return entry_from_document(document, where)
+    except NotComparable as error:
+        raise SourceError(str(error)) from error
+
+
+def sweep(argument: str, namespace: str | None = None, context: str | None = None) -> dict[str, Any]:
+    """An ExperimentSweep: from a file (`kubectl get esxs NAME -o yaml`) or by name."""
+    path = Path(argument)
+    if path.is_file():
+        found = [d for d in _documents(path) if d.get("kind") == models.SWEEP_KIND]
+        if not found:
+            raise SourceError(f"{path}: holds no {models.SWEEP_KIND}")
+        return found[0]
+    return _from_api(models.SWEEP_PLURAL, models.SWEEP_KIND, argument, namespace, context)[0]
+
+
+def load(arguments: list[str], namespace: str | None = None, context: str | None = None) -> list[Entry]:
+    """Entries for the arguments, in order, with unique labels."""
+    entries: list[Entry] = []
+    for argument in arguments:
+        path = Path(argument)
+        if path.is_file():
+            entries += from_file(path)
+        elif path.suffix.lower() in (".json", ".yaml", ".yml") or "/" in argument:
+            raise SourceError(f"{argument}: no such file")
+        else:
+            entries.append(from_cluster(argument, namespace, context))
+    return unique_labels(entries)

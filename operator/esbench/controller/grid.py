@@ -1,0 +1,188 @@
+"""An ExperimentSweep's plan, pure: its cells, the order of its runs, and which runs share a cluster.
+
+A cell is one configuration (the template with one value per matrix axis); a run is one
+repetition of a cell. Everything here is deterministic in the spec (a shuffled order comes
+from the spec's seed), so the plan is the same after every operator restart.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from esbench.api import models, validation
+
+# Maps whose keys are free (and may contain dots): the rest of the path is one key.
+_MAP_FIELDS = ("index.settings", "elasticsearch.config", "workload.trackParams")
+_SPEC_SECTIONS = ("elasticsearch", "index", "workload", "rally", "target")
+MAX_CELLS = 200  # child names carry the cell id (c0..c199) within the name length limit
+
+
+class InvalidSweep(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Cell:
+    id: str  # c0, c1, ...: stable, short (it goes into child names)
+    values: dict[str, Any]  # field -> value, as the matrix (or include) gave them
+    spec: dict[str, Any]  # the Experiment spec of this cell
+
+    @property
+    def label(self) -> str:
+        return ", ".join(f"{field}={json.dumps(value)}" for field, value in self.values.items()) or "template"
+
+
+@dataclass(frozen=True)
+class Run:
+    cell: Cell
+    repetition: int  # 1-based
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return self.cell.id, self.repetition
+
+
+@dataclass(frozen=True)
+class Plan:
+    cells: list[Cell]  # the compared cells (warm-up runs have cells of their own: w0, w1, ...)
+    baseline: Cell
+    runs: list[Run]  # in the order they are started, warm-up runs first
+
+    def cell(self, cell_id: str) -> Cell:
+        return next(cell for cell in self.cells if cell.id == cell_id)
+
+
+def path(field: str) -> list[str]:
+    """The keys of a field name: index.settings.index.translog.durability is 3 keys, not 5."""
+    for map_field in _MAP_FIELDS:
+        if field.startswith(map_field + "."):
+            return [*map_field.split("."), field[len(map_field) + 1:]]
+    return field.split(".")
+
+
+def with_value(spec: dict[str, Any], field: str, value: Any) -> dict[str, Any]:
+    result = copy.deepcopy(spec)
+    *parents, last = path(field)
+    node = result
+    for key in parents:
+        child = node.get(key)
+        if not isinstance(child, dict):
+            child = node[key] = {}
+        node = child
+    node[last] = value
+    return result
+
+
+def cluster_key(cell_spec: dict[str, Any]) -> str:
+    """Cells with the same key can share one cluster (one after another, each with a fresh index).
+
+    The cluster is fixed by spec.elasticsearch; the track is part of the key too, because
+    Rally's store size and segment count cover every index on the cluster, and a track only
+    deletes its own indices before it starts.
+    """
+    workload = cell_spec.get("workload") or {}
+    identity = {key: workload.get(key) for key in ("track", "source", "repository")}
+    return json.dumps([cell_spec.get("elasticsearch"), cell_spec.get("target"), identity], sort_keys=True)
+
+
+def _check_field(field: str) -> None:
+    if path(field)[0] not in _SPEC_SECTIONS or len(path(field)) < 2 or "" in path(field):
+        raise InvalidSweep(f"field {field!r} is not a field of the Experiment spec "
+                           f"(it must start with one of {', '.join(_SPEC_SECTIONS)} and name a field inside it)")
+
+
+def _matches(values: dict[str, Any], selector: dict[str, Any]) -> bool:
+    return all(field in values and values[field] == value for field, value in selector.items())
+
+
+def _assignments(spec: models.SweepSpec) -> list[dict[str, Any]]:
+    fields = [axis.field for axis in spec.matrix]
+    if len(set(fields)) != len(fields):
+        raise InvalidSweep("matrix names a field twice")
+    for selector in spec.exclude or []:
+        unknown = set(selector) - set(fields)
+        if unknown:  # a misspelt field would silently exclude nothing
+            raise InvalidSweep(f"exclude names {', '.join(sorted(unknown))}, which no matrix axis has")
+    assignments = [dict(zip(fields, combination, strict=True)) for combination in
+                   itertools.product(*(axis.values for axis in spec.matrix))]
+    assignments = [a for a in assignments if not any(_matches(a, selector) for selector in spec.exclude or [])]
+    for extra in spec.include or []:
+        if extra not in assignments:
+            assignments.append(dict(extra))
+    if len(assignments) > MAX_CELLS:
+        raise InvalidSweep(f"the matrix makes {len(assignments)} cells; at most {MAX_CELLS} are supported")
+    return assignments
+
+
+def cells(spec: models.SweepSpec, namespace: str = "default") -> list[Cell]:
+    """Every cell, each checked as the API server would check an Experiment with its spec."""
+    result = []
+    for number, values in enumerate(_assignments(spec)):
+        cell_spec = spec.template
+        for field, value in values.items():
+            _check_field(field)
+            cell_spec = with_value(cell_spec, field, value)
+        cell = Cell(f"c{number}", values, cell_spec)
+        document = {"apiVersion": models.API_VERSION, "kind": models.KIND,
+                    "metadata": {"name": "cell", "namespace": namespace}, "spec": cell_spec}
+        try:
+            admitted = validation.admit(document)
+            validation.parse_spec(admitted)
+        except validation.Rejected as error:
+            raise InvalidSweep(f"cell {cell.id} ({cell.label}): {error.message}") from None
+        result.append(Cell(cell.id, values, admitted["spec"]))
+    if not result:
+        raise InvalidSweep("the matrix leaves no cells (every combination is excluded)")
+    return result
+
+
+def run_order(cell_list: list[Cell], repetitions: int, order: models.RunOrder, seed: int) -> list[Run]:
+    if order == models.RunOrder.SEQUENTIAL:
+        return [Run(cell, repetition) for cell in cell_list for repetition in range(1, repetitions + 1)]
+    shuffler = random.Random(seed)
+    runs = []
+    for repetition in range(1, repetitions + 1):
+        round_cells = list(cell_list)
+        if order == models.RunOrder.SHUFFLED:
+            shuffler.shuffle(round_cells)
+        runs.extend(Run(cell, repetition) for cell in round_cells)
+    return runs
+
+
+def plan(spec: models.SweepSpec, namespace: str = "default") -> Plan:
+    cell_list = cells(spec, namespace)
+    baseline = cell_list[0]
+    if spec.baseline:
+        chosen = [cell for cell in cell_list if _matches(cell.values, spec.baseline)]
+        if not chosen:
+            raise InvalidSweep(f"baseline {json.dumps(spec.baseline)} matches no cell")
+        baseline = chosen[0]
+    for gate in spec.gates or []:
+        unknown = set(gate.cells or []) - {cell.id for cell in cell_list}
+        if unknown:
+            raise InvalidSweep(f"gate on {gate.task} {gate.metric} names unknown cells {sorted(unknown)}")
+        if baseline.id in (gate.cells or []):
+            raise InvalidSweep(f"gate on {gate.task} {gate.metric} names the baseline {baseline.id}: "
+                               "gates compare the other cells against it")
+    runs = run_order(cell_list, spec.repetitions, spec.order, spec.seed)
+    return Plan(cell_list, baseline, warmup_runs(runs, spec) + runs)
+
+
+def warmup_runs(runs: list[Run], spec: models.SweepSpec) -> list[Run]:
+    """spec.warmupRuns runs of each shared cluster's first cell, to go before the measured ones.
+
+    Their cells are w0, w1, ... (one per cluster): never compared. A cluster of its own per run
+    (no reuse) starts as cold for every cell, so there is nothing to even out.
+    """
+    first_cell: dict[str, Cell] = {}
+    for run in runs:
+        if spec.cluster_reuse or "target" in run.cell.spec:
+            first_cell.setdefault(cluster_key(run.cell.spec), run.cell)
+    return [Run(Cell(f"w{number}", cell.values, cell.spec), repetition)
+            for number, cell in enumerate(first_cell.values())
+            for repetition in range(1, spec.warmup_runs + 1)]

@@ -1,0 +1,133 @@
+"""kopf handlers: thin entry points that hand every event to the lifecycle's reconcile.
+
+Run with `esbench operator` (or `kopf run -m esbench.handlers --all-namespaces`).
+
+Only event handlers are used: kopf adds a finalizer to objects with timers or daemons, and a
+finalizer would make Experiments undeletable whenever the operator is down or uninstalled.
+Periodic checks (timeouts, TTLs, retries) come from one operator-wide resync loop instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import kopf
+import kubernetes
+
+from esbench.api import models
+from esbench.controller.config import Settings
+from esbench.controller.kube import ECK_GROUP, ECK_PLURAL, ECK_VERSION, Kube
+from esbench.controller.lifecycle import Reconciler, RetryLater
+from esbench.controller.manifests import EXPERIMENT_LABEL, SWEEP_LABEL
+from esbench.controller.sweeps import SweepReconciler
+
+SETTINGS = Settings.from_env()
+_reconciler: Reconciler | None = None
+_sweep_reconciler: SweepReconciler | None = None
+# Experiments that still need periodic attention (unfinished, or waiting for their TTL), and
+# unfinished sweeps.
+_tracked: set[tuple[str, str]] = set()
+_tracked_sweeps: set[tuple[str, str]] = set()
+logger = logging.getLogger(__name__)
+
+
+def _api_client() -> kubernetes.client.ApiClient:
+    try:
+        kubernetes.config.load_incluster_config()
+    except kubernetes.config.ConfigException:
+        kubernetes.config.load_kube_config()
+    configuration = kubernetes.client.Configuration.get_default_copy()
+    # One connection per worker thread, so that concurrent Experiments do not queue.
+    configuration.connection_pool_maxsize = SETTINGS.max_workers
+    return kubernetes.client.ApiClient(configuration)
+
+
+@kopf.on.startup()
+async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
+    global _reconciler, _sweep_reconciler
+    # Handler failures become Warning Events on the Experiment; routine progress does not.
+    settings.posting.level = logging.WARNING
+    settings.execution.max_workers = SETTINGS.max_workers
+    settings.watching.server_timeout = 300
+    # The kubelet probes liveness every few seconds; those requests are not news.
+    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    kube = Kube(_api_client())
+    _reconciler = Reconciler(kube, SETTINGS, kube.post_event)
+    _sweep_reconciler = SweepReconciler(kube, kube.post_event)
+    asyncio.get_running_loop().create_task(_resync_forever())
+
+
+def _reconcile(namespace: str, name: str) -> None:
+    assert _reconciler is not None, "startup handler has not run"
+    try:
+        _reconciler.reconcile(namespace, name)
+    except RetryLater as error:  # the resync loop comes back to it
+        logger.info("%s/%s: %s", namespace, name, error)
+
+
+def _reconcile_sweep(namespace: str, name: str) -> None:
+    assert _sweep_reconciler is not None, "startup handler has not run"
+    _sweep_reconciler.reconcile(namespace, name)
+
+
+async def _resync_forever() -> None:
+    while True:
+        await asyncio.sleep(SETTINGS.resync_seconds)
+        work = [(_reconcile, key) for key in sorted(_tracked)] + [(_reconcile_sweep, key) for key in sorted(_tracked_sweeps)]
+        for reconcile, (namespace, name) in work:
+            try:
+                await asyncio.to_thread(reconcile, namespace, name)
+            except Exception:  # one object's trouble must not stop the others' resync
+                logger.exception("resync of %s/%s failed", namespace, name)
+
+
+def _needs_resync(body: kopf.Body) -> bool:
+    unfinished = body.get("status", {}).get("phase") not in [p.value for p in models.TERMINAL_PHASES]
+    return unfinished or body.get("spec", {}).get("rally", {}).get("ttlSecondsAfterFinished") is not None
+
+
+@kopf.on.event(models.GROUP, models.VERSION, models.PLURAL)
+def experiment_event(type: str | None, body: kopf.Body, namespace: str, name: str, **_: Any) -> None:
+    key = (namespace, name)
+    if type == "DELETED" and _reconciler is not None:
+        _reconciler.locks.forget(key)
+    if type == "DELETED" or not _needs_resync(body):
+        _tracked.discard(key)
+        return
+    _tracked.add(key)
+    # None: listed at operator start (resume); ADDED: created. MODIFIED events are mostly our
+    # own status patches: the resync loop and the children's events cover the rest.
+    if type in (None, "ADDED"):
+        _reconcile(namespace, name)
+
+
+@kopf.on.event(ECK_GROUP, ECK_VERSION, ECK_PLURAL, labels={EXPERIMENT_LABEL: kopf.PRESENT})
+def cluster_changed(namespace: str, labels: dict[str, str], **_: Any) -> None:
+    _reconcile(namespace, labels[EXPERIMENT_LABEL])
+
+
+@kopf.on.event("batch", "v1", "jobs", labels={EXPERIMENT_LABEL: kopf.PRESENT})
+def job_changed(namespace: str, labels: dict[str, str], **_: Any) -> None:
+    _reconcile(namespace, labels[EXPERIMENT_LABEL])
+
+
+@kopf.on.event(models.GROUP, models.VERSION, models.SWEEP_PLURAL)
+def sweep_event(type: str | None, body: kopf.Body, namespace: str, name: str, **_: Any) -> None:
+    key = (namespace, name)
+    if type == "DELETED" and _sweep_reconciler is not None:
+        _sweep_reconciler.locks.forget(key)
+    if type == "DELETED" or body.get("status", {}).get("phase") in [p.value for p in models.SWEEP_TERMINAL_PHASES]:
+        _tracked_sweeps.discard(key)
+        return
+    _tracked_sweeps.add(key)
+    if type in (None, "ADDED"):
+        _reconcile_sweep(namespace, name)
+
+
+@kopf.on.event(models.GROUP, models.VERSION, models.PLURAL, labels={SWEEP_LABEL: kopf.PRESENT})
+def sweep_run_changed(type: str | None, namespace: str, labels: dict[str, str], **_: Any) -> None:
+    # A run's progress is the sweep's: the next run starts as soon as one finishes.
+    if type != "DELETED":
+        _reconcile_sweep(namespace, labels[SWEEP_LABEL])

@@ -1,0 +1,148 @@
+"""Kubernetes I/O: the only module that talks to the API server (besides kopf itself)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from esbench.api import models
+from esbench.controller.manifests import ECK_API_VERSION, RALLY_CONTAINER
+
+ECK_GROUP, ECK_VERSION = ECK_API_VERSION.split("/")
+ECK_PLURAL = "elasticsearches"
+
+
+class KindNotServed(Exception):
+    """The API server does not serve a kind we need (e.g. ECK's CRDs are not installed)."""
+
+
+class Kube:
+    def __init__(self, api_client: client.ApiClient):
+        self.custom = client.CustomObjectsApi(api_client)
+        self.core = client.CoreV1Api(api_client)
+        self.batch = client.BatchV1Api(api_client)
+
+    # --- Experiments ---
+
+    def get_experiment(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return _absent_as_none(
+            lambda: self.custom.get_namespaced_custom_object(models.GROUP, models.VERSION, namespace, models.PLURAL, name)
+        )
+
+    def patch_experiment_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
+        self.custom.patch_namespaced_custom_object_status(
+            models.GROUP, models.VERSION, namespace, models.PLURAL, name, {"status": status}
+        )
+
+    def delete_experiment(self, namespace: str, name: str) -> None:
+        _absent_as_none(
+            lambda: self.custom.delete_namespaced_custom_object(
+                models.GROUP, models.VERSION, namespace, models.PLURAL, name, propagation_policy="Background"
+            )
+        )
+
+    def create_experiment(self, manifest: dict[str, Any]) -> None:
+        _exists_ok(lambda: self.custom.create_namespaced_custom_object(
+            models.GROUP, models.VERSION, manifest["metadata"]["namespace"], models.PLURAL, manifest))
+
+    def list_experiments(self, namespace: str, label_selector: str) -> list[dict[str, Any]]:
+        return self.custom.list_namespaced_custom_object(
+            models.GROUP, models.VERSION, namespace, models.PLURAL, label_selector=label_selector)["items"]
+
+    # --- ExperimentSweeps ---
+
+    def get_sweep(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return _absent_as_none(
+            lambda: self.custom.get_namespaced_custom_object(models.GROUP, models.VERSION, namespace, models.SWEEP_PLURAL, name)
+        )
+
+    def patch_sweep_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
+        self.custom.patch_namespaced_custom_object_status(
+            models.GROUP, models.VERSION, namespace, models.SWEEP_PLURAL, name, {"status": status}
+        )
+
+    # --- Events ---
+
+    def post_event(self, involved: dict[str, Any], type_: str, reason: str, message: str) -> None:
+        """A core/v1 Event about an esbench resource, like `kubectl describe` shows.
+
+        Posted directly rather than with kopf.event, which works only inside kopf's own tasks,
+        not from the operator-wide resync loop.
+        """
+        meta = involved["metadata"]
+        now = datetime.now(UTC).isoformat()
+        self.core.create_namespaced_event(meta["namespace"], {
+            "metadata": {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]},
+            "involvedObject": {"apiVersion": involved.get("apiVersion"), "kind": involved.get("kind"),
+                               "name": meta["name"], "namespace": meta["namespace"], "uid": meta.get("uid")},
+            "type": type_, "reason": reason, "message": message[:1024],
+            "source": {"component": "esbench-operator"}, "reportingComponent": "esbench-operator",
+            "firstTimestamp": now, "lastTimestamp": now, "count": 1,
+        })
+
+    # --- ECK Elasticsearch ---
+
+    def create_elasticsearch(self, manifest: dict[str, Any]) -> None:
+        namespace = manifest["metadata"]["namespace"]
+        try:
+            self.custom.create_namespaced_custom_object(ECK_GROUP, ECK_VERSION, namespace, ECK_PLURAL, manifest)
+        except ApiException as error:
+            if error.status == 404:
+                raise KindNotServed(f"{ECK_API_VERSION} Elasticsearch") from error
+            if error.status != 409:  # created before (a retry or a restart): keep the one we have
+                raise
+
+    def get_elasticsearch(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return _absent_as_none(
+            lambda: self.custom.get_namespaced_custom_object(ECK_GROUP, ECK_VERSION, namespace, ECK_PLURAL, name)
+        )
+
+    def delete_elasticsearch(self, namespace: str, name: str, uid: str) -> None:
+        """Delete exactly that object: the UID precondition spares a same-named successor."""
+        _absent_as_none(
+            lambda: self.custom.delete_namespaced_custom_object(
+                ECK_GROUP, ECK_VERSION, namespace, ECK_PLURAL, name, body={"preconditions": {"uid": uid}}
+            )
+        )
+
+    # --- the Rally Job and its results ---
+
+    def create_job(self, manifest: dict[str, Any]) -> None:
+        _exists_ok(lambda: self.batch.create_namespaced_job(manifest["metadata"]["namespace"], manifest))
+
+    def get_job(self, namespace: str, name: str) -> dict[str, Any] | None:
+        job = _absent_as_none(lambda: self.batch.read_namespaced_job(name, namespace))
+        return None if job is None else self.batch.api_client.sanitize_for_serialization(job)
+
+    def job_pod(self, namespace: str, job_name: str) -> dict[str, Any] | None:
+        pods = self.core.list_namespaced_pod(namespace, label_selector=f"batch.kubernetes.io/job-name={job_name}")
+        if not pods.items:
+            return None
+        newest = max(pods.items, key=lambda pod: pod.metadata.creation_timestamp)
+        return self.core.api_client.sanitize_for_serialization(newest)
+
+    def pod_log(self, namespace: str, pod_name: str) -> str:
+        return self.core.read_namespaced_pod_log(pod_name, namespace, container=RALLY_CONTAINER)
+
+    def create_configmap(self, manifest: dict[str, Any]) -> None:
+        _exists_ok(lambda: self.core.create_namespaced_config_map(manifest["metadata"]["namespace"], manifest))
+
+
+def _absent_as_none(call):
+    try:
+        return call()
+    except ApiException as error:
+        if error.status == 404:
+            return None
+        raise
+
+
+def _exists_ok(call) -> None:
+    try:
+        call()
+    except ApiException as error:
+        if error.status != 409:
+            raise

@@ -1,0 +1,297 @@
+"""The Experiment's lifecycle: Pending -> Provisioning -> Benchmarking -> Succeeded | Failed.
+
+`reconcile` is level-triggered: it reads the Experiment and its children afresh and takes
+the next step, so it is safe to call for any event, on a timer, and after an operator
+restart. Children are created get-or-create by deterministic name, and results are written
+to the status in the same patch that ends the Experiment, so a retried or repeated call never
+makes a second cluster, a second Job or a second copy of the results.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from pydantic import ValidationError
+
+from esbench.api.models import TERMINAL_PHASES, CleanupPolicy, Phase
+from esbench.api.race_report import RaceReport, decode_report
+from esbench.controller import manifests, names, readiness, status
+from esbench.controller.config import Settings
+from esbench.controller.kube import KindNotServed, Kube
+from esbench.controller.status import BENCHMARK_COMPLETE, CLUSTER_READY
+
+# (experiment body, event type "Normal"/"Warning", reason, message)
+EventSink = Callable[[dict[str, Any], str, str, str], None]
+
+
+ECK_NOT_INSTALLED = (
+    "The Elasticsearch kind (elasticsearch.k8s.elastic.co/v1) is not served by this API server: "
+    "install ECK (its CRDs and operator) first"
+)
+
+
+class KeyedLocks:
+    """One lock per object: events for one object arrive from several watches at once."""
+
+    def __init__(self) -> None:
+        self._locks: dict[tuple[str, str], threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    def __call__(self, key: tuple[str, str]) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(key, threading.Lock())
+
+    def forget(self, key: tuple[str, str]) -> None:
+        """Drop the lock of an object that is gone (the operator may see many over its life)."""
+        with self._guard:
+            self._locks.pop(key, None)
+
+
+class RetryLater(Exception):
+    """The step cannot finish now (e.g. a log not readable yet); the next resync tries again."""
+
+
+def _now() -> datetime:
+    return datetime.now(UTC).replace(microsecond=0)
+
+
+def _timestamp(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _parse(timestamp: str) -> datetime:
+    return datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+
+
+class Reconciler:
+    def __init__(self, kube: Kube, settings: Settings, emit: EventSink):
+        self.kube = kube
+        self.settings = settings
+        self.emit = emit
+        self.locks = KeyedLocks()
+
+    def reconcile(self, namespace: str, name: str) -> None:
+        with self.locks((namespace, name)):
+            body = self.kube.get_experiment(namespace, name)
+            if body is None or body["metadata"].get("deletionTimestamp"):
+                return
+            phase = (body.get("status") or {}).get("phase")
+            if phase in TERMINAL_PHASES:
+                self._expire(body)
+                return
+            try:
+                experiment = manifests.Experiment.from_body(body)
+            except ValidationError as error:
+                message = "; ".join(e["msg"].removeprefix("Value error, ") for e in error.errors())
+                self._update(body, Phase.FAILED, "InvalidSpec", message, {"completionTime": _timestamp(_now())},
+                             (BENCHMARK_COMPLETE, False, "InvalidSpec", message))
+                self.emit(body, "Warning", "InvalidSpec", message)
+                return
+            if phase in (None, Phase.PENDING):
+                body = self._provision(body, experiment)
+                phase = body["status"]["phase"]
+            if phase == Phase.PROVISIONING:
+                body = self._await_cluster(body, experiment)
+                phase = body["status"]["phase"]
+            if phase == Phase.BENCHMARKING:
+                self._await_race(body, experiment)
+
+    # --- steps ---
+
+    def _provision(self, body: dict[str, Any], experiment: manifests.Experiment) -> dict[str, Any]:
+        current = body.get("status") or {}
+        started = current.get("startTime") or _timestamp(_now())
+        if not experiment.owns_cluster:
+            message = (f"Using Elasticsearch cluster {experiment.cluster}, which this Experiment does not own"
+                       if experiment.cluster else f"Using the external cluster at {experiment.spec.target.external.url}")
+            fields = {"startTime": started, "raceId": experiment.race_id}
+            if experiment.cluster:
+                fields["clusterName"] = experiment.cluster
+            self.emit(body, "Normal", "Provisioning", message)
+            return self._update(body, Phase.PROVISIONING, "WaitingForCluster", message, fields,
+                                (CLUSTER_READY, False, "WaitingForCluster", message),
+                                (BENCHMARK_COMPLETE, False, "WaitingForCluster", "The race starts once the cluster is ready"))
+        try:
+            self.kube.create_elasticsearch(manifests.elasticsearch_manifest(experiment))
+        except KindNotServed:
+            if self._past(started, experiment.spec.rally.cluster_ready_timeout_seconds):
+                return self._finish(body, experiment, False, "EckNotInstalled", ECK_NOT_INSTALLED)
+            if current.get("phase") != Phase.PENDING:
+                self.emit(body, "Warning", "EckNotInstalled", ECK_NOT_INSTALLED)
+            return self._update(body, Phase.PENDING, "EckNotInstalled", ECK_NOT_INSTALLED, {"startTime": started},
+                                (CLUSTER_READY, False, "EckNotInstalled", ECK_NOT_INSTALLED))
+        es = self.kube.get_elasticsearch(experiment.namespace, experiment.cluster)
+        if es is not None and not _owned(es, experiment):
+            return self._finish(body, experiment, False, "ClusterNameConflict", _conflict("Elasticsearch", es))
+        message = f"Creating Elasticsearch cluster {experiment.cluster} ({experiment.spec.elasticsearch.version})"
+        self.emit(body, "Normal", "Provisioning", message)
+        return self._update(
+            body, Phase.PROVISIONING, "Provisioning", message,
+            {"startTime": started, "clusterName": experiment.cluster, "raceId": experiment.race_id},
+            (CLUSTER_READY, False, "Provisioning", message),
+            (BENCHMARK_COMPLETE, False, "WaitingForCluster", "The race starts once the cluster is ready"),
+        )
+
+    def _await_cluster(self, body: dict[str, Any], experiment: manifests.Experiment) -> dict[str, Any]:
+        es = None
+        if experiment.cluster is None:
+            # An external cluster: the runner waits for it to answer (within raceTimeoutSeconds).
+            verdict = readiness.Readiness(True, f"External cluster {experiment.spec.target.external.url}")
+        else:
+            es = self._cluster_under_test(body, experiment)
+            if es is None:
+                return body
+            if experiment.owns_cluster and not _owned(es, experiment):
+                return self._finish(body, experiment, False, "ClusterNameConflict", _conflict("Elasticsearch", es))
+            # A cluster used before (e.g. by the previous run of a sweep) may hold an index with
+            # replicas it cannot assign: yellow. The race's own health check decides for its index.
+            verdict = readiness.readiness(es, accept_yellow=not experiment.owns_cluster)
+        if not verdict.ready:
+            started = body["status"]["startTime"]
+            if self._past(started, experiment.spec.rally.cluster_ready_timeout_seconds):
+                timeout = experiment.spec.rally.cluster_ready_timeout_seconds
+                message = f"Cluster not ready after {timeout}s. {verdict.message}"
+                return self._finish(body, experiment, False, "ClusterNotReady", message)
+            return body
+        job = manifests.rally_job_manifest(experiment, manifests.connection(experiment, es),
+                                          self.settings.rally_image, self.settings.rally_image_pull_policy,
+                                          self.settings.job_deadline_grace_seconds)
+        self.kube.create_job(job)
+        message = f"{verdict.message}; Rally Job {job['metadata']['name']} started"
+        self.emit(body, "Normal", "Benchmarking", message)
+        fields = {"clusterReadyTime": _timestamp(_now()), "jobName": job["metadata"]["name"]}
+        if verdict.version:
+            fields["clusterVersion"] = verdict.version
+        return self._update(
+            body, Phase.BENCHMARKING, "Benchmarking", message, fields,
+            (CLUSTER_READY, True, "ClusterReady", verdict.message),
+            (BENCHMARK_COMPLETE, False, "Running", f"Rally race {experiment.race_id} is running"),
+        )
+
+    def _cluster_under_test(self, body: dict[str, Any], experiment: manifests.Experiment) -> dict[str, Any] | None:
+        """The ECK resource, or None while there is none (a missing own cluster is asked for again)."""
+        es = self.kube.get_elasticsearch(experiment.namespace, experiment.cluster)
+        if es is not None:
+            return es
+        if experiment.owns_cluster:  # deleted under us: ask for it again under the same name
+            self.kube.create_elasticsearch(manifests.elasticsearch_manifest(experiment))
+        elif self._past(body["status"]["startTime"], experiment.spec.rally.cluster_ready_timeout_seconds):
+            self._finish(body, experiment, False, "ClusterNotFound",
+                         f"Elasticsearch {experiment.cluster} (spec.target.elasticsearchRef) does not exist "
+                         f"in namespace {experiment.namespace}")
+        return None
+
+    def _await_race(self, body: dict[str, Any], experiment: manifests.Experiment) -> None:
+        job_name = names.job_name(experiment.name)
+        job = self.kube.get_job(experiment.namespace, job_name)
+        if job is None:
+            self._finish(body, experiment, False, "JobDeleted", f"Rally Job {job_name} was deleted before it finished")
+            return
+        if not _owned(job, experiment):
+            self._finish(body, experiment, False, "JobNameConflict", _conflict("Job", job))
+            return
+        finished = {c["type"]: c for c in (job.get("status") or {}).get("conditions") or [] if c["status"] == "True"}
+        if not {"Complete", "Failed", "FailureTarget"} & finished.keys():
+            return
+        # FailureTarget is the Job controller's decision to fail; Failed follows once the pod is gone.
+        failed = finished.get("Failed") or finished.get("FailureTarget")
+        if failed and failed.get("reason") == "DeadlineExceeded":
+            timeout = experiment.spec.rally.race_timeout_seconds
+            self._finish(body, experiment, False, "RaceTimeout", f"The race did not finish within {timeout}s")
+            return
+        pod = self.kube.job_pod(experiment.namespace, job_name)
+        if pod is None:
+            self._finish(body, experiment, False, "ResultsUnavailable", f"The pod of Job {job_name} is gone")
+            return
+        try:
+            log = self.kube.pod_log(experiment.namespace, pod["metadata"]["name"])
+        except Exception as error:  # the kubelet may be briefly unreachable: try again on resync
+            raise RetryLater(f"Cannot read the log of {pod['metadata']['name']} yet: {error}") from error
+        report = decode_report(log)
+        if report is None:
+            exit_code = _exit_code(pod)
+            message = f"Rally Job {job_name} ended (exit code {exit_code}) without a report. Log tail:\n"
+            self._finish(body, experiment, False, "JobFailed", message + status.log_excerpt(log))
+            return
+        self._collect(body, experiment, report)
+
+    def _collect(self, body: dict[str, Any], experiment: manifests.Experiment, report: RaceReport) -> None:
+        extra: dict[str, Any] = {}
+        if report.race_json is not None:
+            configmap = manifests.race_json_configmap(experiment, report.race_json)
+            self.kube.create_configmap(configmap)
+            extra["raceJsonConfigMap"] = configmap["metadata"]["name"]
+        if report.results is not None:
+            extra["results"] = report.results.to_wire()
+            extra["headline"] = status.headline(report.results)
+        if report.succeeded:
+            self._finish(body, experiment, True, "RaceSucceeded", "Race finished; results collected", extra)
+        else:
+            failure = report.failure
+            reason, message = (failure.kind.value, failure.message) if failure else ("RaceFailed", "Race failed")
+            self._finish(body, experiment, False, reason, status.redact(message), extra)
+
+    def _finish(self, body, experiment, succeeded: bool, reason: str, message: str,
+                extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        phase = Phase.SUCCEEDED if succeeded else Phase.FAILED
+        conditions = [(BENCHMARK_COMPLETE, succeeded, reason, message)]
+        if not ((body.get("status") or {}).get("clusterVersion")):  # never became ready
+            conditions.append((CLUSTER_READY, False, reason, message))
+        updated = self._update(
+            body, phase, reason, message, {"completionTime": _timestamp(_now()), **(extra or {})}, *conditions
+        )
+        self.emit(body, "Normal" if succeeded else "Warning", reason, message)
+        policy = experiment.spec.rally.cleanup
+        delete = policy == CleanupPolicy.DELETE or (policy == CleanupPolicy.KEEP_ON_FAILURE and succeeded)
+        if delete and experiment.owns_cluster:  # a cluster it only uses is never deleted
+            es = self.kube.get_elasticsearch(experiment.namespace, experiment.cluster)
+            if es is not None and _owned(es, experiment):
+                self.kube.delete_elasticsearch(experiment.namespace, experiment.cluster, es["metadata"]["uid"])
+                self.emit(body, "Normal", "ClusterDeleted", f"Deleted Elasticsearch cluster {experiment.cluster}")
+        return updated
+
+    def _expire(self, body: dict[str, Any]) -> None:
+        ttl = body["spec"].get("rally", {}).get("ttlSecondsAfterFinished")
+        completed = (body.get("status") or {}).get("completionTime")
+        if ttl is not None and completed and self._past(completed, ttl):
+            self.kube.delete_experiment(body["metadata"]["namespace"], body["metadata"]["name"])
+
+    # --- helpers ---
+
+    def _update(self, body, phase: Phase, reason: str, message: str, fields: dict[str, Any],
+                *conditions: tuple[str, bool, str, str]) -> dict[str, Any]:
+        current = dict(body.get("status") or {})
+        now = _timestamp(_now())
+        generation = body["metadata"].get("generation")
+        merged = current.get("conditions")
+        for type_, ok, cond_reason, cond_message in conditions:
+            merged = status.with_condition(merged, type_, ok, cond_reason, cond_message, now, generation)
+        patch = {"phase": phase.value, "reason": reason, "message": message,
+                 "observedGeneration": generation, "conditions": merged, **fields}
+        self.kube.patch_experiment_status(body["metadata"]["namespace"], body["metadata"]["name"], patch)
+        return {**body, "status": {**current, **patch}}
+
+    @staticmethod
+    def _past(since: str, seconds: int) -> bool:
+        return _now() >= _parse(since) + timedelta(seconds=seconds)
+
+
+def _owned(child: dict[str, Any], experiment: manifests.Experiment) -> bool:
+    """Whether a child found under our deterministic name is really ours, not a stranger's."""
+    return any(ref.get("uid") == experiment.uid for ref in child["metadata"].get("ownerReferences") or [])
+
+
+def _conflict(kind: str, child: dict[str, Any]) -> str:
+    name = child["metadata"]["name"]
+    return f"A {kind} named {name} already exists and does not belong to this Experiment; it was left untouched"
+
+
+def _exit_code(pod: dict[str, Any]) -> int | None:
+    for container in (pod.get("status") or {}).get("containerStatuses") or []:
+        terminated = (container.get("state") or {}).get("terminated")
+        if terminated:
+            return terminated.get("exitCode")
+    return None

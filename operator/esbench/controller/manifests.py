@@ -1,0 +1,339 @@
+"""Pure functions that turn an Experiment into the Kubernetes objects it owns.
+
+Nothing here talks to the API server: given a spec, they return manifests, so every detail
+is unit-tested without a cluster.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import gzip
+import json
+from dataclasses import dataclass
+from typing import Any, ClassVar, Self
+
+from pydantic import BaseModel
+
+from esbench.api.models import (
+    API_VERSION,
+    KIND,
+    SWEEP_KIND,
+    Elasticsearch,
+    ExperimentSpec,
+    SecretKeyRef,
+    StorageType,
+    SweepSpec,
+)
+from esbench.controller import names, readiness
+
+ECK_API_VERSION = "elasticsearch.k8s.elastic.co/v1"
+EXPERIMENT_LABEL = "esbench.io/experiment"
+SWEEP_LABEL = "esbench.io/sweep"
+CELL_LABEL = "esbench.io/cell"
+REPETITION_LABEL = "esbench.io/repetition"
+ATTEMPT_LABEL = "esbench.io/attempt"
+# Each owner kind labels its children with its own name, so handlers can route their events.
+_OWNER_LABELS = {KIND: EXPERIMENT_LABEL, SWEEP_KIND: SWEEP_LABEL}
+RALLY_CONTAINER = "rally"
+CA_MOUNT = "/etc/esbench/ca"
+WORK_DIR = "/work"
+# ConfigMaps hold at most 1 MiB; larger race.json files are stored gzip'd as binaryData.
+CONFIGMAP_TEXT_LIMIT = 900_000
+
+
+@dataclass(frozen=True)
+class Owner:
+    """The identity and spec of an esbench resource that owns children: all a builder needs."""
+
+    name: str
+    namespace: str
+    uid: str
+    kind: ClassVar[str]
+    spec_model: ClassVar[type[BaseModel]]
+
+    @classmethod
+    def from_body(cls, body: dict[str, Any]) -> Self:
+        meta = body["metadata"]
+        return cls(meta["name"], meta["namespace"], meta["uid"], cls.spec_model.model_validate(body["spec"]))
+
+
+@dataclass(frozen=True)
+class Experiment(Owner):
+    spec: ExperimentSpec
+    kind = KIND
+    spec_model = ExperimentSpec
+
+    @property
+    def owns_cluster(self) -> bool:
+        return self.spec.elasticsearch is not None
+
+    @property
+    def cluster(self) -> str | None:
+        """The ECK Elasticsearch it runs against (its own or a referenced one); None for an external URL."""
+        if self.spec.elasticsearch is not None:
+            return names.cluster_name(self.name)
+        reference = self.spec.target.elasticsearch_ref
+        return reference.name if reference else None
+
+    @property
+    def race_id(self) -> str:
+        # The Experiment's UID: unique, and stable across operator restarts.
+        return self.uid
+
+
+@dataclass(frozen=True)
+class Sweep(Owner):
+    spec: SweepSpec
+    kind = SWEEP_KIND
+    spec_model = SweepSpec
+
+
+
+
+def labels(owner: Owner, component: str) -> dict[str, str]:
+    return {
+        "app.kubernetes.io/name": "esbench",
+        "app.kubernetes.io/instance": owner.name,
+        "app.kubernetes.io/component": component,
+        "app.kubernetes.io/part-of": "esbench",
+        "app.kubernetes.io/managed-by": "esbench-operator",
+        _OWNER_LABELS[owner.kind]: owner.name,
+    }
+
+
+def owner_references(owner: Owner) -> list[dict[str, Any]]:
+    return [
+        {
+            "apiVersion": API_VERSION,
+            "kind": owner.kind,
+            "name": owner.name,
+            "uid": owner.uid,
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
+
+
+def _metadata(owner: Owner, name: str, component: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "namespace": owner.namespace,
+        "labels": labels(owner, component),
+        "ownerReferences": owner_references(owner),
+    }
+
+
+def elasticsearch_manifest(experiment: Experiment) -> dict[str, Any]:
+    """The ECK Elasticsearch resource for the Experiment's own cluster."""
+    assert experiment.spec.elasticsearch is not None, "only an Experiment with spec.elasticsearch owns a cluster"
+    return cluster_manifest(experiment, experiment.cluster, experiment.spec.elasticsearch)
+
+
+def cluster_manifest(owner: Owner, name: str, es: Elasticsearch) -> dict[str, Any]:
+    """An ECK Elasticsearch resource as spec.elasticsearch describes it, owned by owner."""
+    node_sets = es.node_sets or []
+    if not node_sets:
+        node_sets_spec = [("default", es.node_count or 1, None)]
+    else:
+        node_sets_spec = [(ns.name, ns.count, ns.roles) for ns in node_sets]
+
+    manifest: dict[str, Any] = {
+        "apiVersion": ECK_API_VERSION,
+        "kind": "Elasticsearch",
+        "metadata": _metadata(owner, name, "elasticsearch"),
+        "spec": {
+            "version": es.version,
+            "nodeSets": [_node_set(owner, es, *ns) for ns in node_sets_spec],
+        },
+    }
+    if es.image:
+        manifest["spec"]["image"] = es.image
+    if not es.tls:
+        manifest["spec"]["http"] = {"tls": {"selfSignedCertificate": {"disabled": True}}}
+    return manifest
+
+
+def _node_set(owner: Owner, es: Elasticsearch, name: str, count: int, roles: list[str] | None) -> dict[str, Any]:
+    # mmap needs vm.max_map_count >= 262144 on the host, which a restricted pod cannot set;
+    # nodes prepared for it can opt back in with config node.store.allow_mmap: true.
+    config: dict[str, Any] = {"node.store.allow_mmap": False}
+    if roles is not None:
+        config["node.roles"] = roles
+    config.update(es.config or {})
+
+    container: dict[str, Any] = {"name": "elasticsearch"}
+    if es.heap:
+        container["env"] = [{"name": "ES_JAVA_OPTS", "value": f"-Xms{es.heap} -Xmx{es.heap}"}]
+    if es.resources:
+        container["resources"] = es.resources.to_wire()
+
+    pod_spec: dict[str, Any] = {"containers": [container]}
+    node_set: dict[str, Any] = {
+        "name": name,
+        "count": count,
+        "config": config,
+        "podTemplate": {"metadata": {"labels": labels(owner, "elasticsearch")}, "spec": pod_spec},
+    }
+    if es.storage.type == StorageType.EMPTY_DIR:
+        # ECK replaces its default PVC with a volume of this name.
+        pod_spec["volumes"] = [{"name": "elasticsearch-data", "emptyDir": {}}]
+    else:
+        claim_spec: dict[str, Any] = {
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": es.storage.size}},
+        }
+        if es.storage.storage_class_name:
+            claim_spec["storageClassName"] = es.storage.storage_class_name
+        node_set["volumeClaimTemplates"] = [{"metadata": {"name": "elasticsearch-data"}, "spec": claim_spec}]
+    return node_set
+
+
+@dataclass(frozen=True)
+class Connection:
+    """How the Rally pod reaches the cluster under test; secrets only by reference."""
+
+    url: str
+    username: str | None = None
+    password: SecretKeyRef | None = None
+    ca: SecretKeyRef | None = None
+
+
+def eck_connection(cluster: str, namespace: str, elasticsearch: dict[str, Any]) -> Connection:
+    """An ECK cluster through ECK's own Service and Secrets, with TLS as its spec says."""
+    tls = readiness.serves_tls(elasticsearch)
+    # ECK's certificate names NAME-es-http.NAMESPACE.svc, not the cluster.local form.
+    url = f"{'https' if tls else 'http'}://{names.es_http_service(cluster)}.{namespace}.svc:9200"
+    return Connection(
+        url=url,
+        username="elastic",
+        password=SecretKeyRef(name=names.es_elastic_user_secret(cluster), key="elastic"),
+        ca=SecretKeyRef(name=names.es_http_public_certs_secret(cluster), key="ca.crt") if tls else None,
+    )
+
+
+def connection(experiment: Experiment, elasticsearch: dict[str, Any] | None) -> Connection:
+    """The Experiment's cluster: an external URL as given, else the ECK cluster (its resource)."""
+    external = experiment.spec.target.external if experiment.spec.target else None
+    if external:
+        return Connection(external.url, external.username, external.password_secret, external.ca_secret)
+    assert elasticsearch is not None and experiment.cluster is not None
+    return eck_connection(experiment.cluster, experiment.namespace, elasticsearch)
+
+
+def rally_job_manifest(experiment: Experiment, connection: Connection, image: str, image_pull_policy: str,
+                       deadline_grace_seconds: int = 120) -> dict[str, Any]:
+    """The Job that runs `esbench race` (Rally) against the cluster under test.
+
+    Credentials come from Secrets by reference only; the pod gets no API token.
+    """
+    spec = experiment.spec
+    rally = spec.rally
+    args = [
+        "race",
+        f"--target-url={connection.url}",
+        f"--race-id={experiment.race_id}",
+        f"--work-dir={WORK_DIR}",
+    ]
+    if connection.ca:
+        args.append(f"--ca-file={CA_MOUNT}/ca.crt")
+    env: list[dict[str, Any]] = [
+        {"name": "ESBENCH_SPEC", "value": json.dumps(spec.to_wire(), sort_keys=True)},
+        {"name": "HOME", "value": WORK_DIR},
+    ]
+    if connection.username:
+        env.append({"name": "ES_USERNAME", "value": connection.username})
+    if connection.password:
+        env.append({"name": "ES_PASSWORD", "valueFrom": {"secretKeyRef": connection.password.to_wire()}})
+    mounts = [{"name": "work", "mountPath": WORK_DIR}, {"name": "tmp", "mountPath": "/tmp"}]
+    volumes: list[dict[str, Any]] = [{"name": "work", "emptyDir": {}}, {"name": "tmp", "emptyDir": {}}]
+    if connection.ca:
+        mounts.append({"name": "es-ca", "mountPath": CA_MOUNT, "readOnly": True})
+        volumes.append(
+            {
+                "name": "es-ca",
+                "secret": {"secretName": connection.ca.name, "items": [{"key": connection.ca.key, "path": "ca.crt"}]},
+            }
+        )
+    container: dict[str, Any] = {
+        "name": RALLY_CONTAINER,
+        "image": rally.image or image,
+        "imagePullPolicy": image_pull_policy,
+        "args": args,
+        "env": env,
+        "volumeMounts": mounts,
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "runAsNonRoot": True,
+            "capabilities": {"drop": ["ALL"]},
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+    }
+    if rally.resources:
+        container["resources"] = rally.resources.to_wire()
+
+    pod_labels = labels(experiment, "rally")
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": _metadata(experiment, names.job_name(experiment.name), "rally"),
+        "spec": {
+            # A benchmark that failed is a result; a silent retry would hide it.
+            "backoffLimit": 0,
+            # The runner stops the race itself just before raceTimeoutSeconds (counted from its
+            # own start) and still reports partial results; the grace covers scheduling and the
+            # image pull, so the deadline only strikes a runner that hangs.
+            "activeDeadlineSeconds": rally.race_timeout_seconds + deadline_grace_seconds,
+            "template": {
+                "metadata": {"labels": pod_labels},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "automountServiceAccountToken": False,
+                    "enableServiceLinks": False,
+                    "securityContext": {
+                        "runAsNonRoot": True,
+                        "runAsUser": 1000,
+                        "runAsGroup": 1000,
+                        "fsGroup": 1000,
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
+                    "containers": [container],
+                    "volumes": volumes,
+                },
+            },
+        },
+    }
+
+
+def race_json_configmap(experiment: Experiment, race_json: dict[str, Any]) -> dict[str, Any]:
+    """The full race.json, kept beside the Experiment (the status holds the summary)."""
+    text = json.dumps(race_json, sort_keys=True)
+    manifest: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _metadata(experiment, names.race_json_configmap_name(experiment.name), "results"),
+        "immutable": True,
+    }
+    if len(text) <= CONFIGMAP_TEXT_LIMIT:
+        manifest["data"] = {"race.json": text}
+    else:
+        manifest["binaryData"] = {"race.json.gz": base64.b64encode(gzip.compress(text.encode())).decode()}
+    return manifest
+
+
+def sweep_run_manifest(sweep: Sweep, cell_id: str, cell_label: str, cell_spec: dict[str, Any], repetition: int,
+                       attempt: int, shared_cluster: str | None) -> dict[str, Any]:
+    """One run of a sweep's cell: an Experiment owned by the sweep.
+
+    With a shared cluster the run uses the sweep's cluster (spec.target) instead of creating
+    its own; the spec keeps everything else of the cell, so the run is reproducible alone.
+    """
+    spec = copy.deepcopy(cell_spec)
+    if shared_cluster:
+        spec.pop("elasticsearch", None)
+        spec["target"] = {"elasticsearchRef": {"name": shared_cluster}}
+    metadata = _metadata(sweep, names.sweep_run_name(sweep.name, cell_id, repetition, attempt), "run")
+    metadata["labels"].update({CELL_LABEL: cell_id, REPETITION_LABEL: str(repetition), ATTEMPT_LABEL: str(attempt)})
+    metadata["annotations"] = {CELL_LABEL: cell_label}
+    return {"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata, "spec": spec}

@@ -1,0 +1,68 @@
+"""Pure summaries for the Experiment's status: conditions, the headline, log excerpts."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from esbench.api.models import Results
+from esbench.api.race_report import MARKER
+
+CLUSTER_READY = "ClusterReady"
+BENCHMARK_COMPLETE = "BenchmarkComplete"
+
+# Anything credential-shaped is cut from text we copy out of a pod log.
+_SECRET_PATTERNS = [
+    (re.compile(r"(?i)\b(basic|bearer)\s+[A-Za-z0-9+/=._-]{8,}"), r"\1 [redacted]"),
+    (re.compile(r"(?i)(password|passwd|secret|token|api[_-]?key|authorization)(\W{0,3}\s*[:=]\s*)\S+"), r"\1\2[redacted]"),
+    (re.compile(r"(https?://)[^/\s:@]+:[^/\s@]+@"), r"\1[redacted]@"),
+]
+
+
+def with_condition(
+    conditions: list[dict[str, Any]] | None,
+    type_: str,
+    status: bool,
+    reason: str,
+    message: str,
+    now: str,
+    generation: int | None,
+) -> list[dict[str, Any]]:
+    """The conditions list with one condition set; lastTransitionTime moves only when status changes."""
+    value = "True" if status else "False"
+    result = []
+    previous = None
+    for condition in conditions or []:
+        if condition.get("type") == type_:
+            previous = condition
+        else:
+            result.append(condition)
+    transition = previous["lastTransitionTime"] if previous and previous.get("status") == value else now
+    new = {"type": type_, "status": value, "reason": reason, "message": message, "lastTransitionTime": transition}
+    if generation is not None:
+        new["observedGeneration"] = generation
+    result.append(new)
+    return sorted(result, key=lambda c: c["type"])
+
+
+def headline(results: Results) -> str | None:
+    """One figure for `kubectl get`: the first indexing throughput, else the first throughput."""
+    with_throughput = [t for t in results.tasks if t.throughput and t.throughput.median is not None]
+    if not with_throughput:
+        return None
+    indexing = [t for t in with_throughput if (t.throughput.unit or "").startswith("docs/")]
+    task = (indexing or with_throughput)[0]
+    return f"{task.throughput.median:,.0f} {task.throughput.unit} {task.task}"
+
+
+def redact(text: str) -> str:
+    for pattern, replacement in _SECRET_PATTERNS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def log_excerpt(log: str, max_lines: int = 15, max_chars: int = 1500) -> str:
+    """The redacted tail of a pod log, without esbench's report lines."""
+    lines = [line for line in log.splitlines() if line.strip() and not line.startswith(MARKER)]
+    tail = "\n".join(lines[-max_lines:])
+    return redact(tail[-max_chars:])

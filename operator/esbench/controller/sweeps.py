@@ -1,0 +1,389 @@
+"""An ExperimentSweep's lifecycle: start its runs in plan order, follow them, compare the cells.
+
+Level-triggered like lifecycle.Reconciler: each call reads the sweep and its runs (child
+Experiments, found by label) afresh, starts whatever may start now, and writes one status
+patch. Run names are deterministic, so a repeated call never starts a run twice, and the
+comparison is recomputed from the runs' own statuses, so nothing is lost across restarts.
+
+Cluster reuse: runs whose cells share a cluster key (grid.cluster_key) form a group. With
+reuse, the sweep owns one cluster per group and the group's runs use it one after another
+(spec.target.elasticsearchRef); `parallelism` bounds the groups at work at once. Without
+reuse, each run creates its own cluster and `parallelism` bounds the runs at once.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from esbench.analysis import stats
+from esbench.api.models import (
+    SWEEP_TERMINAL_PHASES,
+    CleanupPolicy,
+    Elasticsearch,
+    Gate,
+    Phase,
+    Results,
+    SweepPhase,
+    SweepSpec,
+)
+from esbench.controller import grid, manifests, names, status
+from esbench.controller.kube import KindNotServed, Kube
+from esbench.controller.lifecycle import ECK_NOT_INSTALLED, EventSink, KeyedLocks
+
+COMPLETE = "Complete"
+GATES_PASSED = "GatesPassed"
+# Failures a retry cannot mend: the same spec fails the same way.
+NOT_RETRIED = {"InvalidSpec", "ClusterNameConflict", "JobNameConflict"}
+MAX_LISTED_FAILURES = 20
+
+
+def _timestamp() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# --- pure: where each run stands -----------------------------------------------------------
+
+
+class RunState:
+    PENDING = "Pending"  # not started, or failed with a retry left
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"  # failed for good
+
+
+@dataclass
+class Progress:
+    run: grid.Run
+    attempts: list[dict[str, Any]] = field(default_factory=list)  # child Experiments, by attempt
+    max_retries: int = 0
+
+    @property
+    def latest(self) -> dict[str, Any] | None:
+        return self.attempts[-1] if self.attempts else None
+
+    @property
+    def state(self) -> str:
+        if self.latest is None:
+            return RunState.PENDING
+        latest_status = self.latest.get("status") or {}
+        phase = latest_status.get("phase")
+        if phase == Phase.SUCCEEDED:
+            return RunState.SUCCEEDED
+        if phase != Phase.FAILED:
+            return RunState.RUNNING
+        if latest_status.get("reason") in NOT_RETRIED or len(self.attempts) > self.max_retries:
+            return RunState.FAILED
+        return RunState.PENDING
+
+    @property
+    def final(self) -> bool:
+        return self.state in (RunState.SUCCEEDED, RunState.FAILED)
+
+
+def progress(plan: grid.Plan, runs: list[dict[str, Any]], max_retries: int) -> list[Progress]:
+    """Each planned run with its attempts so far, in plan order."""
+    by_key: dict[tuple[str, int], Progress] = {r.key: Progress(r, max_retries=max_retries) for r in plan.runs}
+    attempt = lambda child: int(child["metadata"]["labels"][manifests.ATTEMPT_LABEL])  # noqa: E731
+    for child in sorted(runs, key=attempt):
+        labels = child["metadata"]["labels"]
+        key = (labels.get(manifests.CELL_LABEL), int(labels.get(manifests.REPETITION_LABEL, 0)))
+        if key in by_key:  # runs of cells the spec no longer has are not ours to follow
+            by_key[key].attempts.append(child)
+    return list(by_key.values())
+
+
+def groups(plan: grid.Plan, reuse: bool) -> dict[str, list[grid.Run]]:
+    """Runs that must go one after another on one cluster, keyed, in plan order.
+
+    Runs against an existing cluster (spec.target) always share it: two races at once on
+    one cluster would measure each other.
+    """
+    result: dict[str, list[grid.Run]] = defaultdict(list)
+    for run in plan.runs:
+        shares = reuse or "target" in run.cell.spec
+        key = grid.cluster_key(run.cell.spec) if shares else f"{run.cell.id}/{run.repetition}"
+        result[key].append(run)
+    return dict(result)
+
+
+def runs_to_start(plan: grid.Plan, states: dict[tuple[str, int], Progress], run_groups: dict[str, list[grid.Run]],
+                  parallelism: int) -> list[grid.Run]:
+    """The next run of every group that may work now: groups at work stay, new ones fill free slots."""
+    at_work = [key for key, runs in run_groups.items()
+               if any(states[r.key].attempts for r in runs) and not all(states[r.key].final for r in runs)]
+    free = parallelism - len(at_work)
+    starting = []
+    for key, runs in run_groups.items():
+        if any(states[r.key].state == RunState.RUNNING for r in runs):
+            continue
+        pending = [r for r in runs if states[r.key].state == RunState.PENDING]
+        if not pending:
+            continue
+        if key not in at_work:
+            if free <= 0:
+                continue
+            free -= 1
+        starting.append(pending[0])
+    return starting
+
+
+def gate_results(gates: list[Gate], rows: list[stats.Row], baseline: str, complete: bool) -> list[dict[str, Any]]:
+    """Each gate: Failed when a contender is significantly worse than allowed; Pending until complete."""
+    results = []
+    for gate in gates:
+        row = next((r for r in rows if r.subject == gate.task and r.metric.key == gate.metric), None)
+        verdict = {"task": gate.task, "metric": gate.metric, "maxRegressionPercent": gate.max_regression_percent}
+        cells = {c.cell: c for c in row.cells} if row else {}
+        contenders = gate.cells or [cell for cell in cells if cell != baseline]
+        regressions, missing = [], []
+        for cell in contenders:
+            found = cells.get(cell)
+            if found is None or found.change_percent is None:
+                missing.append(cell)
+            elif found.verdict == stats.Verdict.WORSE and abs(found.change_percent) > gate.max_regression_percent:
+                regressions.append(f"{cell} {found.change_percent:+.1f}% (p={found.p_value:.3g})")
+        if regressions:
+            verdict.update(result="Failed", message="significant regression beyond "
+                           f"{gate.max_regression_percent}%: {', '.join(regressions)}")
+        elif not complete:
+            verdict.update(result="Pending", message="waiting for the sweep to finish")
+        elif missing or not contenders:
+            verdict.update(result="Failed", message=f"no comparison for {', '.join(missing) or 'any cell'}")
+        else:
+            verdict.update(result="Passed", message=f"no significant regression beyond {gate.max_regression_percent}%")
+        results.append(verdict)
+    return results
+
+
+def comparison(plan: grid.Plan, states: list[Progress], spec: SweepSpec) -> list[stats.Row]:
+    samples = {cell.id: [] for cell in plan.cells}
+    for state in states:
+        if state.state == RunState.SUCCEEDED and state.run.cell.id in samples:  # not a warm-up run
+            results = (state.latest.get("status") or {}).get("results")
+            if results:
+                samples[state.run.cell.id].append(Results.model_validate(results))
+    if not any(samples.values()):
+        return []
+    return stats.compare_cells(samples, plan.baseline.id, spec.statistics.test, spec.statistics.confidence,
+                               spec.statistics.noise_threshold_percent)
+
+
+@dataclass
+class StatusReport:
+    """The sweep's status fields and conditions as its runs stand."""
+
+    fields: dict[str, Any]
+    conditions: list[tuple[str, bool, str, str]]
+    complete: bool
+
+
+def status_report(plan: grid.Plan, states: list[Progress], run_groups: dict[str, list[grid.Run]],
+                  clusters: dict[str, str], spec: SweepSpec, rows: list[stats.Row]) -> StatusReport:
+    counts = _counts(states)
+    finished = counts["succeeded"] + counts["failed"]
+    complete = finished == len(states)
+    fields: dict[str, Any] = {
+        "baseline": plan.baseline.id,
+        "progress": {**counts, "runs": len(states), "cells": len(plan.cells), "summary": f"{finished}/{len(states)}"},
+        "cells": _cells(plan, states, run_groups, clusters),
+        "clusters": sorted(set(clusters.values())),
+        "failures": _failures(states),
+        "comparison": stats.to_wire(rows),
+    }
+    conditions = []
+    gates = gate_results(spec.gates or [], rows, plan.baseline.id, complete)
+    if gates:
+        fields["gates"] = gates
+        failed_gates = [g for g in gates if g["result"] == "Failed"]
+        if failed_gates:
+            conditions.append((GATES_PASSED, False, "GateFailed",
+                               "; ".join(f"{g['task']} {g['metric']}: {g['message']}" for g in failed_gates)))
+        elif complete:
+            conditions.append((GATES_PASSED, True, "GatesPassed", f"{len(gates)} gate(s) passed"))
+    if complete and counts["failed"]:
+        phase, reason = SweepPhase.FAILED, "RunsFailed"
+        message = f"{counts['failed']} of {len(states)} runs failed after retries; the comparison uses the others"
+    elif complete:
+        phase, reason, message = SweepPhase.SUCCEEDED, "Completed", f"All {len(states)} runs succeeded"
+    else:
+        phase, reason = SweepPhase.RUNNING, "Running"
+        message = f"{finished}/{len(states)} runs finished, {counts['running']} running"
+    fields.update(phase=phase.value, reason=reason, message=message)
+    if complete:
+        fields["completionTime"] = _timestamp()
+    conditions.append((COMPLETE, complete, reason, message))
+    return StatusReport(fields, conditions, complete)
+
+
+# --- the reconciler ------------------------------------------------------------------------
+
+
+class SweepReconciler:
+    def __init__(self, kube: Kube, emit: EventSink):
+        self.kube = kube
+        self.emit = emit
+        self.locks = KeyedLocks()
+        self._comparisons: dict[str, tuple[tuple[str, ...], list[stats.Row]]] = {}
+
+    def reconcile(self, namespace: str, name: str) -> None:
+        with self.locks((namespace, name)):
+            body = self.kube.get_sweep(namespace, name)
+            if body is None or body["metadata"].get("deletionTimestamp"):
+                return
+            current = body.get("status") or {}
+            if current.get("phase") in SWEEP_TERMINAL_PHASES:
+                return
+            try:
+                sweep = manifests.Sweep.from_body(body)
+                plan = _plan(sweep.uid, sweep.spec.model_dump_json(), namespace)
+            except (ValidationError, grid.InvalidSweep) as error:
+                message = _message(error)
+                self._patch(body, {"phase": SweepPhase.FAILED.value, "reason": "InvalidSpec", "message": message,
+                                   "completionTime": _timestamp()},
+                            (COMPLETE, True, "InvalidSpec", message))
+                self.emit(body, "Warning", "InvalidSpec", message)
+                return
+            self._step(body, sweep, plan)
+
+    def _step(self, body: dict[str, Any], sweep: manifests.Sweep, plan: grid.Plan) -> None:
+        spec = sweep.spec
+        children = [child for child in self.kube.list_experiments(
+            sweep.namespace, f"{manifests.SWEEP_LABEL}={sweep.name}") if _owned_by(child, sweep)]
+        states = progress(plan, children, spec.max_retries)
+        by_key = {s.run.key: s for s in states}
+        run_groups = groups(plan, spec.cluster_reuse)
+        clusters = self._shared_clusters(plan, run_groups, spec.cluster_reuse, sweep)
+
+        not_started = None
+        try:
+            for run in runs_to_start(plan, by_key, run_groups, spec.parallelism):
+                self._start(body, sweep, run, by_key[run.key], clusters.get(_group_of(run, run_groups)))
+        except KindNotServed:
+            not_started = ("EckNotInstalled", ECK_NOT_INSTALLED)
+        for key, runs in run_groups.items():
+            if key in clusters and all(by_key[r.key].final for r in runs):
+                self._release(sweep, clusters[key], any(by_key[r.key].state == RunState.FAILED for r in runs))
+
+        # Recomputed only when another run has succeeded: every run's end triggers several
+        # reconciles (its status patches), and the statistics are the expensive part.
+        succeeded = tuple(sorted(s.latest["metadata"]["name"] for s in states if s.state == RunState.SUCCEEDED))
+        cached = self._comparisons.get(sweep.uid)
+        rows = cached[1] if cached and cached[0] == succeeded else comparison(plan, states, spec)
+        self._comparisons[sweep.uid] = (succeeded, rows)
+        report = status_report(plan, states, run_groups, clusters, spec, rows)
+        if not_started and not report.complete:  # e.g. no ECK: say so rather than "0/4 runs finished"
+            report.fields.update(reason=not_started[0], message=not_started[1])
+            report.conditions[-1] = (COMPLETE, False, *not_started)
+        if not (body.get("status") or {}).get("startTime"):
+            report.fields["startTime"] = _timestamp()
+        self._patch(body, report.fields, *report.conditions)
+        if report.complete:
+            self._comparisons.pop(sweep.uid)
+            self.emit(body, "Warning" if report.fields["phase"] == SweepPhase.FAILED else "Normal",
+                      report.fields["reason"], report.fields["message"])
+
+    # --- steps ---
+
+    def _shared_clusters(self, plan: grid.Plan, run_groups: dict[str, list[grid.Run]], reuse: bool,
+                         sweep: manifests.Sweep) -> dict[str, str]:
+        """The sweep's own cluster name for every group that shares one (numbered in cell order)."""
+        if not reuse:
+            return {}
+        shared = [key for key in dict.fromkeys(grid.cluster_key(cell.spec) for cell in plan.cells)
+                  if key in run_groups and "elasticsearch" in run_groups[key][0].cell.spec]
+        return {key: names.sweep_cluster_name(sweep.name, number) for number, key in enumerate(shared)}
+
+    def _start(self, body: dict[str, Any], sweep: manifests.Sweep, run: grid.Run, state: Progress,
+               cluster: str | None) -> None:
+        if cluster:
+            es = Elasticsearch.model_validate(run.cell.spec["elasticsearch"])
+            self.kube.create_elasticsearch(manifests.cluster_manifest(sweep, cluster, es))
+        attempt = len(state.attempts) + 1
+        manifest = manifests.sweep_run_manifest(
+            sweep, run.cell.id, run.cell.label, run.cell.spec, run.repetition, attempt, cluster)
+        self.kube.create_experiment(manifest)
+        retry = f" (attempt {attempt})" if attempt > 1 else ""
+        self.emit(body, "Normal", "RunStarted", f"{manifest['metadata']['name']}: cell {run.cell.id} "
+                  f"({run.cell.label}), repetition {run.repetition}{retry}")
+
+    def _release(self, sweep: manifests.Sweep, cluster: str, any_failed: bool) -> None:
+        policy = CleanupPolicy(sweep.spec.template.get("rally", {}).get("cleanup", CleanupPolicy.DELETE))
+        if policy == CleanupPolicy.KEEP or (policy == CleanupPolicy.KEEP_ON_FAILURE and any_failed):
+            return
+        es = self.kube.get_elasticsearch(sweep.namespace, cluster)
+        if es is not None and _owned_by(es, sweep):
+            self.kube.delete_elasticsearch(sweep.namespace, cluster, es["metadata"]["uid"])
+
+    def _patch(self, body: dict[str, Any], fields: dict[str, Any], *conditions: tuple[str, bool, str, str]) -> None:
+        current = body.get("status") or {}
+        generation = body["metadata"].get("generation")
+        merged = current.get("conditions")
+        now = _timestamp()
+        for type_, ok, reason, message in conditions:
+            merged = status.with_condition(merged, type_, ok, reason, message, now, generation)
+        patch = {**fields, "observedGeneration": generation, "conditions": merged}
+        if all(current.get(k) == v for k, v in patch.items()):
+            return  # nothing new: no write, no event storm from our own updates
+        self.kube.patch_sweep_status(body["metadata"]["namespace"], body["metadata"]["name"], patch)
+
+
+@functools.lru_cache(maxsize=64)
+def _plan(uid: str, spec_json: str, namespace: str) -> grid.Plan:
+    # A sweep's spec is immutable, and checking every cell against the CRD takes a while.
+    return grid.plan(SweepSpec.model_validate_json(spec_json), namespace)
+
+
+def _group_of(run: grid.Run, run_groups: dict[str, list[grid.Run]]) -> str:
+    return next(key for key, runs in run_groups.items() if run in runs)
+
+
+def _owned_by(child: dict[str, Any], sweep: manifests.Sweep) -> bool:
+    return any(ref.get("uid") == sweep.uid for ref in child["metadata"].get("ownerReferences") or [])
+
+
+def _message(error: Exception) -> str:
+    if isinstance(error, ValidationError):
+        return "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in error.errors())
+    return str(error)
+
+
+def _counts(states: list[Progress]) -> dict[str, int]:
+    counts = {"succeeded": 0, "failed": 0, "running": 0, "pending": 0}
+    for state in states:
+        counts[state.state.lower()] += 1
+    counts["retries"] = sum(max(0, len(s.attempts) - 1) for s in states)
+    return counts
+
+
+def _cells(plan: grid.Plan, states: list[Progress], run_groups: dict[str, list[grid.Run]],
+           clusters: dict[str, str]) -> list[dict[str, Any]]:
+    cluster_of = {run.cell.id: clusters[key] for key, runs in run_groups.items() if key in clusters for run in runs}
+    result = []
+    for cell in plan.cells:
+        mine = [s for s in states if s.run.cell.id == cell.id]
+        entry = {"id": cell.id, "label": cell.label, "values": cell.values, **{
+            k: v for k, v in _counts(mine).items() if k != "retries"}}
+        if cell.id == plan.baseline.id:
+            entry["baseline"] = True
+        if cell.id in cluster_of:
+            entry["cluster"] = cluster_of[cell.id]
+        result.append(entry)
+    return result
+
+
+def _failures(states: list[Progress]) -> list[dict[str, Any]]:
+    failures = []
+    for state in states:
+        for child in state.attempts:
+            child_status = child.get("status") or {}
+            if child_status.get("phase") == Phase.FAILED:
+                failures.append({"run": child["metadata"]["name"], "cell": state.run.cell.id,
+                                 "reason": child_status.get("reason"),
+                                 "message": (child_status.get("message") or "")[:300]})
+    return failures[-MAX_LISTED_FAILURES:]

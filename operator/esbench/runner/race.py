@@ -1,0 +1,356 @@
+"""One race, run inside the Rally Job pod (or locally): the I/O edge around rally.py and results.py.
+
+Steps: check the spec against the CRD, wait for the target, derive track params, prepare the track (bundled
+tracks are copied to the work dir and their corpus generated), run esrally while sampling
+`_nodes/stats`, read race.json, classify the outcome and print the report lines that the
+operator reads back from the pod log.
+
+Work dir layout (everything the runner writes):
+  rally/                      RALLY_HOME: Rally's config, logs and races/<id>/race.json
+  tracks/<name>/              the prepared copy of a bundled track and its generated corpus
+  track-params.json
+  client-options.json         0600: holds the password, read by Rally, never on a command line
+  report.md                   Rally's summary table (it prints it to terminals only)
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from esbench.api import models, validation
+from esbench.api.race_report import Failure, FailureKind, RaceReport, encode_report
+from esbench.runner import corpus, nodestats, rally, results
+from esbench.runner.target import Target, Unreachable
+
+TRACKS_DIR = Path(__file__).parent / "tracks"
+
+# Rally refuses to start while another Rally process runs on the machine (never in a pod; on
+# a shared machine, e.g. beside Rally pods of a local Kubernetes node, it happens).
+OTHER_RALLY_RUNNING = "There are other Rally processes running"
+OTHER_RACES_TIMEOUT_SECONDS = 900
+RALLY_START_ATTEMPTS = 5
+# Time kept, out of rally.raceTimeoutSeconds, to stop Rally and print the report.
+REPORT_MARGIN_SECONDS = 45
+
+EXIT_CODES = {
+    None: 0,
+    FailureKind.INVALID_SPEC: 10,
+    FailureKind.TARGET_UNREACHABLE: 11,
+    FailureKind.TRACK_ERROR: 12,
+    FailureKind.RACE_FAILED: 13,
+    FailureKind.RACE_ERRORS: 14,
+    FailureKind.RACE_TIMEOUT: 16,
+}
+
+
+@dataclass
+class RaceSettings:
+    spec: models.ExperimentSpec
+    target_url: str
+    race_id: str
+    work_dir: Path
+    ca_file: str | None = None
+    username: str | None = None
+    password: str | None = field(default=None, repr=False)
+    esrally: str = "esrally"
+    target_timeout: float = 300.0
+    sample_interval: float = 2.0
+
+
+def exit_code(report: RaceReport) -> int:
+    return EXIT_CODES[report.failure.kind if report.failure else None]
+
+
+def failed(kind: FailureKind, message: str, **kwargs: Any) -> RaceReport:
+    return RaceReport(succeeded=False, failure=Failure(kind=kind, message=message), **kwargs)
+
+
+class Redactor:
+    """Replaces secrets in text meant for logs or the report."""
+
+    def __init__(self, *secrets: str | None):
+        self._secrets = [s for s in secrets if s]
+
+    def __call__(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, "*****")
+        return text
+
+
+def prepare_bundled_track(name: str, work_dir: Path, params: dict[str, Any]) -> tuple[Path, corpus.Corpus]:
+    """A writable copy of the bundled track (Rally writes offset files next to the corpus) with
+    its corpus generated for these params."""
+    target = work_dir / "tracks" / name
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(TRACKS_DIR / name, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return target, corpus.generate(target, name, params)
+
+
+def rally_processes(rally_home: Path | None = None) -> list[int]:
+    """Pids of Rally processes as Rally itself recognises them (an `esrally` process, zombies
+    included, or a python whose command line mentions esrally); with rally_home, only those
+    started with that RALLY_HOME, i.e. by this runner."""
+    found = []
+    marker = f"RALLY_HOME={rally_home}".encode() if rally_home else None
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            name = Path(f"/proc/{entry}/comm").read_text().strip()
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+            is_rally = name in ("esrally", "rally") or (
+                name.lower().startswith("python")
+                and any(b"esrally" in part for part in cmdline)
+                and not any(b"esrallyd" in part for part in cmdline)
+            )
+            if is_rally and (marker is None or marker in Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")):
+                found.append(int(entry))
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+    return found
+
+
+def wait_for_other_races(timeout: float, out: IO[str]) -> None:
+    """Rally refuses to start while any other Rally process runs on the machine (its actor
+    system is a per-machine singleton). In a pod there is none; on a shared machine wait."""
+    started = time.monotonic()
+    announced = False
+    while (others := rally_processes()) and time.monotonic() < started + timeout:
+        if not announced:
+            print(f"esbench: waiting for other Rally processes to finish: {others}", file=out, flush=True)
+            announced = True
+        time.sleep(1)
+    if announced:
+        print(f"esbench: waited {time.monotonic() - started:.0f}s for other Rally processes", file=out, flush=True)
+
+
+def stop_leftover_actors(rally_home: Path, grace: float = 30.0) -> None:
+    """Rally's actor system daemonizes (its own session), so it outlives esrally by a few
+    seconds, and a next race would refuse to start. Wait for it; end it if it lingers. Only
+    processes carrying this race's RALLY_HOME are touched."""
+    deadline = time.monotonic() + grace
+    while rally_processes(rally_home) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    for _ in range(5):  # a dying actor may still fork: repeat until none is left
+        leftovers = rally_processes(rally_home)
+        if not leftovers:
+            return
+        for pid in leftovers:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.5)
+
+
+def run_esrally(
+    command: list[str], env: dict[str, str], timeout: float, out: IO[str], redact: Redactor, rally_home: Path
+) -> tuple[int | None, str]:
+    """Run esrally, streaming its output (redacted) to out; return (exit status or None on
+    timeout, the output's tail for failure classification). No Rally process of this race
+    is left running afterwards."""
+    tail: collections.deque[str] = collections.deque(maxlen=400)
+    process = subprocess.Popen(
+        command,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        errors="replace",
+        start_new_session=True,  # its own process group, to stop it on timeout
+    )
+
+    def stream() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            line = redact(line.rstrip("\n"))
+            tail.append(line)
+            print(line, file=out, flush=True)
+
+    # Read in a thread: Rally's daemonized actor system inherits the pipe, so end of output
+    # only comes once every actor has gone, which must not be waited for without a bound.
+    reader = threading.Thread(target=stream, name="esrally-output", daemon=True)
+    reader.start()
+    status: int | None
+    try:
+        status = process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        status = None
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    # After a timeout the actors would carry on: end them at once; else give them time to exit.
+    stop_leftover_actors(rally_home, grace=30.0 if status is not None else 0.0)
+    reader.join(timeout=10)
+    return status, "\n".join(tail)
+
+
+def spec_rejection(spec: models.ExperimentSpec) -> str | None:
+    """What the CRD's schema and CEL rules (esbench.validation) refuse in spec, or None.
+
+    A spec from the operator or `esbench run` was admitted already (defaulting it again changes
+    nothing); one handed to `esbench race` directly meets here the rules `kubectl apply` applies.
+    """
+    experiment = {"apiVersion": models.API_VERSION, "kind": models.KIND, "metadata": {"name": "race"}, "spec": spec.to_wire()}
+    try:
+        validation.admit(experiment)
+    except validation.Rejected as rejected:
+        return "; ".join(rejected.errors)
+    return None
+
+
+def run(settings: RaceSettings, out: IO[str] = sys.stdout) -> RaceReport:
+    """Run the race; whatever happens, return a report (the operator waits for one)."""
+    try:
+        return _race(settings, out)
+    except Exception as e:
+        redact = Redactor(settings.password)
+        print(redact(traceback.format_exc()), file=out, flush=True)
+        return failed(FailureKind.RACE_FAILED, redact(f"esbench runner error: {type(e).__name__}: {e}"))
+
+
+def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
+    spec = settings.spec
+    # raceTimeoutSeconds bounds the whole run (the Job's deadline is a little later, for
+    # scheduling and the image pull): stop early enough to print the report.
+    deadline = time.monotonic() + spec.rally.race_timeout_seconds - REPORT_MARGIN_SECONDS
+
+    def remaining() -> float:
+        return max(1.0, deadline - time.monotonic())
+
+    redact = Redactor(settings.password)
+    rejection = spec_rejection(spec)
+    if rejection:
+        return failed(FailureKind.INVALID_SPEC, rejection)
+
+    target = Target(settings.target_url, settings.username, settings.password, settings.ca_file)
+    try:
+        root = target.wait_until_available(min(settings.target_timeout, remaining()))
+    except Unreachable as e:
+        return failed(FailureKind.TARGET_UNREACHABLE, redact(str(e)))
+    try:
+        data_nodes = target.data_node_count()
+    except (OSError, ValueError, KeyError):  # e.g. a user without the monitor privilege
+        data_nodes = rally.data_node_count(spec.elasticsearch) if spec.elasticsearch else 1
+    print(f"esbench: target answers, Elasticsearch {root.get('version', {}).get('number')}, {data_nodes} data node(s)", file=out, flush=True)
+
+    work_dir = settings.work_dir
+    work_dir.mkdir(parents=True, exist_ok=True)
+    rally_home = work_dir / "rally"
+    rally_home.mkdir(exist_ok=True)
+    params = rally.track_params(spec, data_nodes)
+
+    track_path = None
+    if spec.workload.source == models.TrackSource.BUNDLED:
+        try:
+            track_path, generated = prepare_bundled_track(spec.workload.track, work_dir, params)
+        except (ValueError, TypeError) as e:
+            return failed(FailureKind.TRACK_ERROR, f"cannot generate the corpus of {spec.workload.track}: {e}")
+        print(
+            f"esbench: generated {generated.document_count} documents ({generated.uncompressed_bytes} bytes) "
+            f"for track {spec.workload.track} with {generated.options}",
+            file=out,
+            flush=True,
+        )
+    elif spec.workload.source == models.TrackSource.GIT:
+        assert spec.workload.repository is not None  # spec_rejection checked it
+        (rally_home / ".rally").mkdir(exist_ok=True)
+        (rally_home / ".rally" / "rally.ini").write_text(rally.rally_ini(spec.workload.repository.url))
+
+    params_file = work_dir / "track-params.json"
+    params_file.write_text(json.dumps(params, indent=2))
+    host, use_ssl = rally.target_host(settings.target_url)
+    options_file = work_dir / "client-options.json"
+    options = rally.client_options(
+        use_ssl=use_ssl, ca_file=settings.ca_file, username=settings.username, password=settings.password
+    )
+    # Created 0600 before the secret is written, so it is never readable by others.
+    options_file.unlink(missing_ok=True)
+    fd = os.open(options_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump(options, f)
+    report_file = work_dir / "report.md"
+    command = rally.race_command(
+        spec,
+        esrally=settings.esrally,
+        race_id=settings.race_id,
+        target_hosts=host,
+        params_file=str(params_file),
+        client_options_file=str(options_file),
+        track_path=str(track_path) if track_path else None,
+        report_file=str(report_file),
+    )
+    print(f"esbench: track params {json.dumps(params)}", file=out, flush=True)
+    print(f"esbench: {' '.join(command)}", file=out, flush=True)
+
+    env = {**os.environ, "RALLY_HOME": str(rally_home)}
+    # Rally needs neither; keeping them out of its environment keeps them out of its reach.
+    env.pop("ES_PASSWORD", None)
+    env.pop("ES_USERNAME", None)
+    try:
+        for _ in range(RALLY_START_ATTEMPTS):
+            wait_for_other_races(timeout=min(OTHER_RACES_TIMEOUT_SECONDS, remaining()), out=out)
+            # Sampled only while esrally runs, so that waiting does not dilute the figures.
+            sampler = nodestats.Sampler(lambda: target.get(nodestats.STATS_PATH, timeout=5), settings.sample_interval)
+            started = time.monotonic()
+            sampler.start()
+            try:
+                status, output = run_esrally(command, env, remaining(), out, redact, rally_home)
+            finally:
+                samples = sampler.stop()
+            # Another race may start between our check and Rally's own: nothing ran yet, retry.
+            if status == 0 or OTHER_RALLY_RUNNING not in output:
+                break
+            print("esbench: another Rally race started meanwhile; trying again", file=out, flush=True)
+    except FileNotFoundError as e:
+        return failed(FailureKind.RACE_FAILED, f"cannot start esrally: {e}")
+    print(f"esbench: esrally exited with {status} after {time.monotonic() - started:.0f}s", file=out, flush=True)
+    if report_file.exists():
+        print(redact(report_file.read_text()), file=out, flush=True)
+
+    race_file = rally_home / ".rally" / "benchmarks" / "races" / settings.race_id / "race.json"
+    race_json = json.loads(race_file.read_text()) if race_file.exists() else None
+    summary = results.summarize(race_json) if race_json else models.Results(race_id=settings.race_id)
+    summary.nodes = nodestats.summarize(samples) or None
+    common = {"results": summary, "race_json": race_json}
+
+    if status is None:
+        message = f"the race did not finish within rally.raceTimeoutSeconds ({spec.rally.race_timeout_seconds}s)"
+        return failed(FailureKind.RACE_TIMEOUT, message, **common)
+    if status != 0:
+        message = rally.rally_error(output) or f"esrally exited with status {status}"
+        return failed(rally.failure_kind(output), redact(message), **common)
+    if race_json is None or "results" not in race_json:
+        return failed(FailureKind.RACE_FAILED, f"esrally succeeded but left no results in {race_file}", **common)
+    error_rate = results.max_error_rate(summary)
+    if error_rate > 0:
+        failing = [f"{t.task} ({t.error_rate:.0%})" for t in summary.tasks if t.error_rate]
+        message = f"requests failed in {', '.join(failing)}; see the Rally log above for the errors"
+        return failed(FailureKind.RACE_ERRORS, message, **common)
+    return RaceReport(succeeded=True, **common)
+
+
+def print_report(report: RaceReport, out: IO[str] = sys.stdout) -> None:
+    if report.failure:
+        print(f"esbench: race failed ({report.failure.kind.value}): {report.failure.message}", file=out, flush=True)
+    else:
+        print("esbench: race succeeded", file=out, flush=True)
+    for line in encode_report(report):
+        print(line, file=out, flush=True)

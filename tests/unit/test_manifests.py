@@ -1,0 +1,206 @@
+"""The manifests built from an Experiment spec, checked without a cluster."""
+
+import json
+
+import pytest
+
+from esbench.api.models import ExperimentSpec
+from esbench.controller import manifests, readiness
+
+
+def experiment(**spec_overrides):
+    spec = {
+        "elasticsearch": {"version": "8.15.3"},
+        "workload": {"track": "smoke"},
+    }
+    for key, value in spec_overrides.items():
+        spec[key] = value
+    return manifests.Experiment("bench-1", "perf", "0b8f3c1e-uid", ExperimentSpec.model_validate(spec))
+
+
+def rally_job(exp, image="esbench:dev", pull_policy="Never"):
+    """The Job for an Experiment with a cluster of its own (ECK's resource as we create it)."""
+    connection = manifests.connection(exp, manifests.elasticsearch_manifest(exp))
+    return manifests.rally_job_manifest(exp, connection, image, pull_policy)
+
+
+def test_every_child_is_owned_by_the_experiment_and_labelled():
+    exp = experiment()
+    for manifest in (
+        manifests.elasticsearch_manifest(exp),
+        rally_job(exp),
+        manifests.race_json_configmap(exp, {"race-id": "x"}),
+    ):
+        meta = manifest["metadata"]
+        assert meta["namespace"] == "perf"
+        assert meta["ownerReferences"] == [
+            {"apiVersion": "esbench.io/v1alpha1", "kind": "Experiment", "name": "bench-1",
+             "uid": "0b8f3c1e-uid", "controller": True, "blockOwnerDeletion": True}
+        ]
+        assert meta["labels"]["esbench.io/experiment"] == "bench-1"
+        assert meta["labels"]["app.kubernetes.io/name"] == "esbench"
+        assert meta["labels"]["app.kubernetes.io/instance"] == "bench-1"
+
+
+def test_elasticsearch_defaults_to_one_node_with_a_pvc_and_tls():
+    manifest = manifests.elasticsearch_manifest(experiment())
+    assert manifest["apiVersion"] == "elasticsearch.k8s.elastic.co/v1"
+    assert manifest["metadata"]["name"] == "bench-1"
+    assert manifest["spec"]["version"] == "8.15.3"
+    assert "http" not in manifest["spec"]  # ECK's default: self-signed TLS
+    [node_set] = manifest["spec"]["nodeSets"]
+    assert node_set["name"] == "default" and node_set["count"] == 1
+    assert node_set["config"] == {"node.store.allow_mmap": False}
+    [claim] = node_set["volumeClaimTemplates"]
+    assert claim["metadata"]["name"] == "elasticsearch-data"
+    assert claim["spec"]["resources"]["requests"]["storage"] == "10Gi"
+
+
+def test_elasticsearch_topology_resources_heap_storage_config_and_image():
+    manifest = manifests.elasticsearch_manifest(experiment(elasticsearch={
+        "version": "8.15.3",
+        "nodeSets": [{"name": "masters", "count": 3, "roles": ["master"]},
+                     {"name": "data", "count": 2, "roles": ["data", "ingest"]}],
+        "resources": {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"memory": "4Gi"}},
+        "heap": "2g",
+        "storage": {"type": "EmptyDir"},
+        "config": {"indices.memory.index_buffer_size": "20%", "node.store.allow_mmap": "true"},
+        "image": "registry.local/elasticsearch:8.15.3",
+        "tls": False,
+    }))
+    spec = manifest["spec"]
+    assert spec["image"] == "registry.local/elasticsearch:8.15.3"
+    assert spec["http"] == {"tls": {"selfSignedCertificate": {"disabled": True}}}
+    masters, data = spec["nodeSets"]
+    assert (masters["name"], masters["count"], masters["config"]["node.roles"]) == ("masters", 3, ["master"])
+    assert (data["name"], data["count"], data["config"]["node.roles"]) == ("data", 2, ["data", "ingest"])
+    assert data["config"]["indices.memory.index_buffer_size"] == "20%"
+    assert data["config"]["node.store.allow_mmap"] == "true"  # the user's config wins over our default
+    pod = data["podTemplate"]["spec"]
+    [container] = pod["containers"]
+    assert container["name"] == "elasticsearch"
+    assert container["env"] == [{"name": "ES_JAVA_OPTS", "value": "-Xms2g -Xmx2g"}]
+    assert container["resources"] == {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"memory": "4Gi"}}
+    assert pod["volumes"] == [{"name": "elasticsearch-data", "emptyDir": {}}]
+    assert "volumeClaimTemplates" not in data
+    assert readiness.expected_nodes(manifest) == 5
+
+
+def test_storage_class_reaches_the_claim():
+    manifest = manifests.elasticsearch_manifest(experiment(elasticsearch={
+        "version": "8.15.3", "storage": {"size": "50Gi", "storageClassName": "fast-ssd"}}))
+    claim = manifest["spec"]["nodeSets"][0]["volumeClaimTemplates"][0]["spec"]
+    assert claim == {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "50Gi"}},
+                     "storageClassName": "fast-ssd"}
+
+
+def test_rally_job_gets_credentials_by_reference_and_no_api_token():
+    job = rally_job(experiment())
+    assert job["metadata"]["name"] == "bench-1-rally"
+    assert job["spec"]["backoffLimit"] == 0
+    assert job["spec"]["activeDeadlineSeconds"] == 7200 + 120
+    pod = job["spec"]["template"]["spec"]
+    assert pod["automountServiceAccountToken"] is False
+    assert pod["restartPolicy"] == "Never"
+    [container] = pod["containers"]
+    assert container["image"] == "esbench:dev" and container["imagePullPolicy"] == "Never"
+    env = {e["name"]: e for e in container["env"]}
+    assert env["ES_PASSWORD"] == {"name": "ES_PASSWORD", "valueFrom": {
+        "secretKeyRef": {"name": "bench-1-es-elastic-user", "key": "elastic"}}}
+    assert env["ES_USERNAME"]["value"] == "elastic"
+    assert json.loads(env["ESBENCH_SPEC"]["value"])["workload"]["track"] == "smoke"
+    assert container["args"] == [
+        "race",
+        "--target-url=https://bench-1-es-http.perf.svc:9200",
+        "--race-id=0b8f3c1e-uid",
+        "--work-dir=/work",
+        "--ca-file=/etc/esbench/ca/ca.crt",
+    ]
+    ca_volume = next(v for v in pod["volumes"] if v["name"] == "es-ca")
+    assert ca_volume["secret"]["secretName"] == "bench-1-es-http-certs-public"
+    assert not any("password" in arg.lower() for arg in container["args"])
+
+
+def test_rally_pod_meets_pod_security_restricted():
+    pod = rally_job(experiment(), pull_policy="IfNotPresent")["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    context = pod["containers"][0]["securityContext"]
+    assert context["allowPrivilegeEscalation"] is False
+    assert context["capabilities"] == {"drop": ["ALL"]}
+    assert context["readOnlyRootFilesystem"] is True
+    mounts = {m["mountPath"] for m in pod["containers"][0]["volumeMounts"]}
+    assert {"/work", "/tmp"} <= mounts  # writable places despite the read-only root
+
+
+def test_rally_job_without_tls_uses_http_and_mounts_no_ca():
+    job = rally_job(
+        experiment(elasticsearch={"version": "7.17.29", "tls": False},
+                   rally={"image": "mine/rally:1", "raceTimeoutSeconds": 600,
+                          "resources": {"limits": {"cpu": "1"}}}))
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    assert "--target-url=http://bench-1-es-http.perf.svc:9200" in container["args"]
+    assert not any(a.startswith("--ca-file") for a in container["args"])
+    assert all(v["name"] != "es-ca" for v in job["spec"]["template"]["spec"]["volumes"])
+    assert container["image"] == "mine/rally:1"
+    assert container["resources"] == {"limits": {"cpu": "1"}}
+    assert job["spec"]["activeDeadlineSeconds"] == 600 + 120
+
+
+def test_race_json_configmap_is_immutable_and_gzips_when_large():
+    exp = experiment()
+    small = manifests.race_json_configmap(exp, {"race-id": "r1"})
+    assert small["metadata"]["name"] == "bench-1-race"
+    assert small["immutable"] is True
+    assert json.loads(small["data"]["race.json"]) == {"race-id": "r1"}
+    large = manifests.race_json_configmap(exp, {"blob": "x" * 2_000_000})
+    assert "data" not in large and "race.json.gz" in large["binaryData"]
+    assert len(large["binaryData"]["race.json.gz"]) < 100_000
+
+
+@pytest.mark.parametrize("codec", ["default", "best_compression"])
+def test_spec_round_trips_through_the_job_environment(codec):
+    exp = experiment(index={"codec": codec, "shards": 2, "replicas": 0, "refreshInterval": "30s",
+                            "settings": {"index.translog.durability": "async"}})
+    job = rally_job(exp)
+    env = {e["name"]: e for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert ExperimentSpec.model_validate(json.loads(env["ESBENCH_SPEC"]["value"])) == exp.spec
+
+
+def test_rally_job_against_a_referenced_eck_cluster_uses_its_service_and_secrets():
+    exp = experiment(elasticsearch=None, target={"elasticsearchRef": {"name": "shared"}})
+    assert not exp.owns_cluster and exp.cluster == "shared"
+    plain_http = {"spec": {"http": {"tls": {"selfSignedCertificate": {"disabled": True}}}}}
+    for elasticsearch, url, ca in (({"spec": {}}, "https://shared-es-http.perf.svc:9200", True),
+                                   (plain_http, "http://shared-es-http.perf.svc:9200", False)):
+        job = manifests.rally_job_manifest(exp, manifests.connection(exp, elasticsearch), "esbench:dev", "Never")
+        container = job["spec"]["template"]["spec"]["containers"][0]
+        assert f"--target-url={url}" in container["args"]
+        assert ("--ca-file=/etc/esbench/ca/ca.crt" in container["args"]) is ca
+        env = {e["name"]: e for e in container["env"]}
+        assert env["ES_PASSWORD"]["valueFrom"]["secretKeyRef"] == {"name": "shared-es-elastic-user", "key": "elastic"}
+        assert job["metadata"]["ownerReferences"][0]["name"] == "bench-1"  # the Job is still the Experiment's
+
+
+def test_rally_job_against_an_external_cluster_takes_secrets_by_reference():
+    exp = experiment(elasticsearch=None, target={"external": {
+        "url": "https://es.example.com:9243", "username": "bench",
+        "passwordSecret": {"name": "es-creds", "key": "password"}, "caSecret": {"name": "es-ca", "key": "root.pem"}}})
+    assert exp.cluster is None
+    job = manifests.rally_job_manifest(exp, manifests.connection(exp, None), "esbench:dev", "Never")
+    pod = job["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert "--target-url=https://es.example.com:9243" in container["args"]
+    env = {e["name"]: e for e in container["env"]}
+    assert env["ES_USERNAME"]["value"] == "bench"
+    assert env["ES_PASSWORD"]["valueFrom"]["secretKeyRef"] == {"name": "es-creds", "key": "password"}
+    [ca] = [v for v in pod["volumes"] if v["name"] == "es-ca"]
+    assert ca["secret"] == {"secretName": "es-ca", "items": [{"key": "root.pem", "path": "ca.crt"}]}
+
+
+def test_rally_job_against_an_open_external_cluster_sends_no_credentials():
+    exp = experiment(elasticsearch=None, target={"external": {"url": "http://es:9200"}})
+    container = manifests.rally_job_manifest(exp, manifests.connection(exp, None), "esbench:dev", "Never")[
+        "spec"]["template"]["spec"]["containers"][0]
+    assert {e["name"] for e in container["env"]} == {"ESBENCH_SPEC", "HOME"}
+    assert not any(a.startswith("--ca-file") for a in container["args"])

@@ -1,0 +1,57 @@
+"""The runner's own small rules (its races run in tests/runner)."""
+
+import pytest
+
+from esbench.api import models
+from esbench.api.race_report import FailureKind, RaceReport
+from esbench.runner import race
+
+
+def make_spec(**workload) -> models.ExperimentSpec:
+    return models.ExperimentSpec.model_validate({"elasticsearch": {"version": "8.15.3"}, "workload": {"track": "smoke", **workload}})
+
+
+def test_every_failure_kind_has_its_own_non_zero_exit_status():
+    statuses = [race.EXIT_CODES[kind] for kind in FailureKind]
+    assert len(set(statuses)) == len(FailureKind) and 0 not in statuses and 1 not in statuses and 2 not in statuses
+    assert race.exit_code(RaceReport(succeeded=True)) == 0
+    assert race.exit_code(race.failed(FailureKind.RACE_ERRORS, "x")) == 14
+
+
+def test_secrets_are_redacted_wherever_they_appear():
+    redact = race.Redactor("s3cr3t", None, "")
+    assert redact("user:s3cr3t@host s3cr3t") == "user:*****@host *****"
+    assert race.Redactor()("nothing to hide") == "nothing to hide"
+
+
+def test_a_runner_bug_still_ends_in_a_report(tmp_path):
+    settings = race.RaceSettings(spec=None, target_url="http://x", race_id="r", work_dir=tmp_path, password="pw")
+    lines = []
+
+    class Sink:
+        def write(self, text):
+            lines.append(text)
+
+        def flush(self):
+            pass
+
+    report = race.run(settings, out=Sink())
+    assert report.failure.kind == FailureKind.RACE_FAILED
+    assert report.failure.message.startswith("esbench runner error: AttributeError")
+    assert "Traceback" in "".join(lines)
+
+
+def test_a_valid_spec_is_not_rejected():
+    assert race.spec_rejection(make_spec()) is None
+
+
+@pytest.mark.parametrize("workload, fragment", [
+    ({"track": "geonames"}, "workload.track must name a bundled track (smoke, indexing"),
+    ({"source": "Git", "track": "x"}, "workload.repository is required when workload.source is Git"),
+    ({"repository": {"url": "https://example.com/t.git"}}, "workload.repository is required when workload.source is Git, and only then"),
+    ({"includeTasks": ["a"], "excludeTasks": ["b"]}, "set either workload.includeTasks or workload.excludeTasks, not both"),
+])
+def test_a_spec_handed_to_the_runner_meets_the_crds_rules(workload, fragment):
+    # The typed model lets these through; the CRD (as the API server applies it) does not.
+    rejection = race.spec_rejection(make_spec(**workload))
+    assert fragment in rejection, rejection
