@@ -13,6 +13,7 @@ deps:
 	bash scripts/python-env.sh $(VENV)
 	bash scripts/rally-env.sh
 	bash scripts/k8s-binaries.sh
+	bash scripts/etcd.sh >/dev/null
 	bash scripts/coredns.sh >/dev/null
 	bash scripts/eck-crds.sh
 	bash scripts/helm.sh

@@ -24,8 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from itertools import pairwise
 from pathlib import Path
 
-from kubernetes import client, watch
-from kubernetes.client.exceptions import ApiException
+from kubernetes import client
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -33,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 from esbench.api import models  # noqa: E402
 from esbench.api.race_report import RaceReport, encode_report  # noqa: E402
 from esbench.runner.results import summarize  # noqa: E402
+from tests.support import reflector  # noqa: E402
 from tests.support.controlplane import ControlPlane, eck_crd_path  # noqa: E402
 from tests.support.experiments import successful_race_json  # noqa: E402
 from tests.support.operator_process import OperatorProcess  # noqa: E402
@@ -68,34 +68,26 @@ class Observer:
             self.seen.setdefault((what, name), time.monotonic())
 
     def _stream(self, list_call, *args, on_event):
-        while not self.stop.is_set():
-            try:
-                # A fresh watch without a resourceVersion replays current objects as ADDED,
-                # so nothing is lost across reconnects; first-seen times are kept.
-                for event in watch.Watch().stream(list_call, *args, timeout_seconds=5):
-                    on_event(event)
-            except ApiException as error:  # e.g. 504 while the watch cache catches up under load
-                print(f"observer: watch interrupted ({error.status}), reconnecting", file=sys.stderr)
+        reflector.reflect(list_call, *args, on_event=on_event, stopping=self.stop, name="observer")
 
     def _experiments(self):
-        def on_event(event):
-            phase = (event["object"].get("status") or {}).get("phase")
+        def on_event(kind, experiment):
+            phase = (experiment.get("status") or {}).get("phase")
             if phase in ("Succeeded", "Failed"):
-                self._mark(phase, event["object"]["metadata"]["name"])
+                self._mark(phase, experiment["metadata"]["name"])
         self._stream(self.custom.list_namespaced_custom_object, models.GROUP, models.VERSION, self.namespace,
                      models.PLURAL, on_event=on_event)
 
     def _clusters(self):
         self._stream(self.custom.list_namespaced_custom_object, "elasticsearch.k8s.elastic.co", "v1",
                      self.namespace, "elasticsearches",
-                     on_event=lambda e: self._mark("es", e["object"]["metadata"]["name"]))
+                     on_event=lambda kind, es: self._mark("es", es["metadata"]["name"]))
 
     def _jobs(self):
-        def on_event(event):
-            job = event["object"]
-            experiment = job.metadata.labels["esbench.io/experiment"]
+        def on_event(kind, job):
+            experiment = job["metadata"]["labels"]["esbench.io/experiment"]
             self._mark("job", experiment)
-            if any(c.type == "Complete" and c.status == "True" for c in (job.status.conditions or [])):
+            if any(c["type"] == "Complete" and c["status"] == "True" for c in (job.get("status") or {}).get("conditions") or []):
                 self._mark("complete", experiment)
         self._stream(self.batch.list_namespaced_job, self.namespace, on_event=on_event)
 

@@ -2,11 +2,11 @@
 # Debian packages the offline single node needs on the host (scripts/node/up.sh):
 # containerd + runc (the container runtime the kubelet drives through CRI), the CNI plugins
 # (bridge, host-local, portmap, firewall), iptables + conntrack (kube-proxy's iptables mode),
-# etcd (the API server's store) and mmdebstrap (image root filesystems, scripts/images/).
+# and mmdebstrap (image root filesystems, scripts/images/).
 # Idempotent: returns at once when everything is installed.
 source "$(dirname "$0")/../lib.sh"
 packages=(containerd runc containernetworking-plugins iptables conntrack ethtool socat
-          mmdebstrap etcd-server util-linux mount)
+          mmdebstrap util-linux mount)
 mapfile -t missing < <(missing_packages "${packages[@]}")
 [ ${#missing[@]} -eq 0 ] && exit 0
 # Never let a package's maintainer script start the system containerd: up.sh runs its own

@@ -4,7 +4,7 @@
 #   etcd, kube-apiserver, kube-controller-manager, kube-scheduler (control plane)
 #   containerd + runc, kubelet, kube-proxy (iptables), CNI bridge (node)
 #   CoreDNS (cluster DNS; a host process behind the usual kube-dns Service, 10.96.0.10)
-# Binaries: scripts/k8s-binaries.sh and scripts/coredns.sh (built from the Go module proxy,
+# Binaries: scripts/k8s-binaries.sh, scripts/etcd.sh and scripts/coredns.sh (built from the Go module proxy,
 # cached), Debian packages from scripts/node/packages.sh. The pause image is built locally
 # (scripts/images/pause.sh): nothing is pulled.
 #
@@ -28,6 +28,7 @@ start_time=$(date +%s)
 bash "$here/packages.sh"
 k8s_out=$(bash "$repo_root/scripts/k8s-binaries.sh" | tail -1); K8S_BIN=${k8s_out##*: }
 COREDNS=$(bash "$repo_root/scripts/coredns.sh" | tail -1)
+ETCD=$(bash "$repo_root/scripts/etcd.sh" | tail -1)
 PAUSE_ARCHIVE=$(bash "$repo_root/scripts/images/pause.sh")
 
 node_ip=$(ip -4 route get 1.1.1.1 | sed -n 's/.* src \([0-9.]*\).*/\1/p')
@@ -93,7 +94,7 @@ export KUBECONFIG=$NODE_DIR/admin.kubeconfig
 kubectl() { "$K8S_BIN/kubectl" "$@"; }
 
 # ---- control plane
-launch etcd /usr/bin/etcd --name esbench-node --data-dir "$NODE_DIR/etcd" \
+launch etcd "$ETCD" --name esbench-node --data-dir "$NODE_DIR/etcd" \
   --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
   --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
   --initial-cluster esbench-node=http://127.0.0.1:2380 --listen-metrics-urls http://127.0.0.1:2381

@@ -6,7 +6,10 @@ a real cluster on 6443/2379. Nothing is faked: the Job controller, the garbage c
 the namespace and ServiceAccount controllers are the real ones. There is no kubelet and
 no scheduler; tests.support.standin_kubelet stands in for the kubelet's part.
 
-Binaries come from scripts/k8s-binaries.sh (cached under $ESBENCH_CACHE) and Debian's etcd.
+Binaries come from scripts/k8s-binaries.sh and scripts/etcd.sh (built from the Go module proxy,
+cached under $ESBENCH_CACHE). Not Debian's etcd 3.4.23: it predates the watch-progress fixes
+that kube-apiserver 1.32's watch cache relies on (watches then fail with 504 "Too large
+resource version" under load).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from .waiting import wait_for
 
 K8S_VERSION = "v1.32.4"
 ECK_VERSION = "v3.5.0"
+ETCD_VERSION = "v3.5.21"  # scripts/etcd.sh
 
 # Controllers the esbench tests rely on. Deliberately not nodelifecycle: with no real
 # kubelet heartbeating, it would taint the node and evict every pod bound to it.
@@ -63,6 +67,10 @@ def cache_dir() -> Path:
 
 def k8s_bin_dir() -> Path:
     return cache_dir() / "k8s" / K8S_VERSION / "bin"
+
+
+def etcd_binary() -> Path:
+    return cache_dir() / "etcd" / ETCD_VERSION / "bin" / "etcd"
 
 
 def eck_crd_path() -> Path:
@@ -142,13 +150,11 @@ class ControlPlane:
         self,
         *,
         bin_dir: Path | None = None,
-        etcd_binary: str = "etcd",
         crd_paths: Iterable[Path] = (),
         controllers: Iterable[str] = DEFAULT_CONTROLLERS,
         startup_timeout: float = 60.0,
     ) -> None:
         self.bin_dir = Path(bin_dir) if bin_dir else k8s_bin_dir()
-        self.etcd_binary = etcd_binary
         self.crd_paths = [Path(p) for p in crd_paths]
         self.controllers = list(controllers)
         self.startup_timeout = startup_timeout
@@ -191,20 +197,15 @@ class ControlPlane:
             self.workdir = None
 
     def _binaries(self) -> tuple[str, str, str]:
-        missing = [
-            str(self.bin_dir / name)
-            for name in ("kube-apiserver", "kube-controller-manager")
-            if not os.access(self.bin_dir / name, os.X_OK)
-        ]
-        etcd = shutil.which(self.etcd_binary)
-        if etcd is None:
-            missing.append(f"{self.etcd_binary} (Debian package etcd-server)")
+        binaries = (self.bin_dir / "kube-apiserver", self.bin_dir / "kube-controller-manager", etcd_binary())
+        missing = [str(path) for path in binaries if not os.access(path, os.X_OK)]
         if missing:
             raise ControlPlaneError(
                 "Kubernetes test binaries are missing: " + ", ".join(missing)
-                + ". Run `make deps` (scripts/k8s-binaries.sh and scripts/system-packages.sh) first."
+                + ". Run `make deps` (scripts/k8s-binaries.sh and scripts/etcd.sh) first."
             )
-        return str(self.bin_dir / "kube-apiserver"), str(self.bin_dir / "kube-controller-manager"), etcd
+        apiserver, controller_manager, etcd = (str(path) for path in binaries)
+        return apiserver, controller_manager, etcd
 
     # -- credentials -------------------------------------------------------------------
 

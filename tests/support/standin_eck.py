@@ -15,9 +15,10 @@ import secrets
 import threading
 from typing import Any
 
-from kubernetes import client, watch
+from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from tests.support import reflector
 from tests.support.pki import CertificateAuthority
 
 GROUP, VERSION, PLURAL = "elasticsearch.k8s.elastic.co", "v1", "elasticsearches"
@@ -78,21 +79,16 @@ class StandinEck:
 
     def serve(self, namespace: str) -> threading.Thread:
         """Make every cluster created in NAMESPACE ready as soon as it appears (for benchmarks)."""
+        seen: set[str] = set()
 
-        def loop() -> None:
-            seen: set[str] = set()
-            while not self._stop.is_set():
-                stream = watch.Watch().stream(self.custom.list_namespaced_custom_object, GROUP, VERSION,
-                                              namespace, PLURAL, timeout_seconds=2)
-                for event in stream:
-                    name = event["object"]["metadata"]["name"]
-                    if event["type"] == "ADDED" and name not in seen:
-                        seen.add(name)
-                        self.make_ready(namespace, name)
+        def on_event(kind: str, es: dict[str, Any]) -> None:
+            name = es["metadata"]["name"]
+            if kind == "ADDED" and name not in seen:
+                self.make_ready(namespace, name)
+                seen.add(name)  # after: a failed attempt is made again on the relist
 
-        thread = threading.Thread(target=loop, name="standin-eck", daemon=True)
-        thread.start()
-        return thread
+        return reflector.start(self.custom.list_namespaced_custom_object, GROUP, VERSION, namespace, PLURAL,
+                               on_event=on_event, stopping=self._stop, name="standin-eck", timeout_seconds=2)
 
     def stop(self) -> None:
         self._stop.set()

@@ -32,9 +32,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from kubernetes import client, watch
+from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from . import reflector
 from .controlplane import K8S_VERSION, ControlPlane
 from .waiting import wait_for
 
@@ -47,7 +48,7 @@ _KILLED_EXIT_CODE = 137
 
 
 def _now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _json(response) -> dict:
@@ -72,7 +73,7 @@ def _log_handler(store: _LogStore) -> type[BaseHTTPRequestHandler]:
     class ContainerLogsHandler(BaseHTTPRequestHandler):
         """The kubelet's /containerLogs endpoint, answering from the in-memory store."""
 
-        def do_GET(self) -> None:  # noqa: N802 (http.server naming)
+        def do_GET(self) -> None:
             url = urlsplit(self.path)
             parts = [unquote(p) for p in url.path.strip("/").split("/")]
             if len(parts) != 4 or parts[0] != "containerLogs":
@@ -99,7 +100,7 @@ def _log_handler(store: _LogStore) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
-        def log_message(self, format: str, *args) -> None:  # noqa: A002
+        def log_message(self, format: str, *args) -> None:
             logger.debug("stand-in kubelet: " + format, *args)
 
     return ContainerLogsHandler
@@ -121,14 +122,13 @@ class StandinKubelet:
         self._server: ThreadingHTTPServer | None = None
         self._threads: list[threading.Thread] = []
         self._stopping = threading.Event()
-        self._watch: watch.Watch | None = None
         self._api_client: client.ApiClient | None = None
         self.core: client.CoreV1Api | None = None
         self.batch: client.BatchV1Api | None = None
 
     # -- lifecycle ---------------------------------------------------------------------
 
-    def __enter__(self) -> "StandinKubelet":
+    def __enter__(self) -> StandinKubelet:
         self.start()
         return self
 
@@ -149,8 +149,6 @@ class StandinKubelet:
 
     def stop(self) -> None:
         self._stopping.set()
-        if self._watch is not None:
-            self._watch.stop()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -391,25 +389,14 @@ class StandinKubelet:
         the containers and deletes it with grace period 0."""
         api_client = self.control_plane.api_client()
         core = client.CoreV1Api(api_client)
+
+        def on_event(kind: str, pod: dict) -> None:
+            if kind in ("ADDED", "MODIFIED") and pod["metadata"].get("deletionTimestamp"):
+                self._kill_and_delete(core, pod)
+
         try:
-            while not self._stopping.is_set():
-                self._watch = watch.Watch()
-                try:
-                    for event in self._watch.stream(
-                        core.list_pod_for_all_namespaces,
-                        field_selector=f"spec.nodeName={self.node_name}",
-                        # Short server-side timeout: bounds how long stop() can wait on a fresh stream.
-                        timeout_seconds=5,
-                    ):
-                        # raw_object, not deserialize=False: the client's ERROR-event path
-                        # (410 Gone, 504 under load) reads raw_object and breaks without it.
-                        pod = event.get("raw_object") or {}
-                        if event.get("type") in ("ADDED", "MODIFIED") and pod.get("metadata", {}).get("deletionTimestamp"):
-                            self._kill_and_delete(core, pod)
-                except Exception as error:  # keep standing in; the control plane may be stopping
-                    if not self._stopping.is_set():
-                        logger.warning("stand-in kubelet: pod watch failed, retrying: %s", error)
-                        self._stopping.wait(1)
+            reflector.reflect(core.list_pod_for_all_namespaces, field_selector=f"spec.nodeName={self.node_name}",
+                              on_event=on_event, stopping=self._stopping, name="stand-in kubelet pods")
         finally:
             api_client.close()
 
