@@ -19,7 +19,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from esbench.api import models, validation
-from tests.integration.test_admission import INVALID, VALID, with_spec
+from tests.integration.test_admission import INVALID, INVALID_NAMES, VALID, with_spec
 
 
 def _named(name: str, **fields) -> dict:
@@ -67,7 +67,7 @@ EXTRA = [
     ("duplicate roles are allowed", with_spec("elasticsearch.nodeSets", [{"name": "a", "count": 1, "roles": ["data", "data"]}])),
     ("valid", copy.deepcopy(VALID)),
 ]
-CASES = [(case, body) for case, body, _ in INVALID] + EXTRA
+CASES = [(case, body) for case, body, _ in INVALID + INVALID_NAMES] + EXTRA
 
 
 def _errors(message: str) -> set[str] | str:

@@ -98,7 +98,13 @@ INVALID = [
      "set either workload.includeTasks or workload.excludeTasks"),
     ("unknown on-error", with_spec("workload.onError", "ignore"), "Unsupported value: \"ignore\""),
     ("controlled rally option", with_spec("rally.extraArgs", ["--target-hosts=evil:9200"]),
-     "rally.extraArgs must not set options esbench controls"),
+     "rally.extraArgs may only use these esrally options"),
+    # esrally accepts unambiguous prefixes: --target-h is --target-hosts, --track-pa --track-params.
+    ("abbreviated controlled option", with_spec("rally.extraArgs", ["--target-h=evil:9200"]),
+     "rally.extraArgs may only use these esrally options"),
+    ("abbreviated option as two tokens", with_spec("rally.extraArgs", ["--track-pa", "/etc/passwd"]),
+     "rally.extraArgs may only use these esrally options"),
+    ("short option", with_spec("rally.extraArgs", ["-h"]), "rally.extraArgs may only use these esrally options"),
     ("tiny timeout", with_spec("rally.clusterReadyTimeoutSeconds", 5), "spec.rally.clusterReadyTimeoutSeconds"),
     ("unknown cleanup", with_spec("rally.cleanup", "Sometimes"), "Unsupported value: \"Sometimes\""),
     ("bad git url", with_spec("workload", {"track": "nyc_taxis", "source": "Git", "repository": {"url": "file:///etc"}}),
@@ -123,6 +129,34 @@ def test_invalid_experiment_is_rejected_with_a_message_naming_the_field(custom, 
     assert rejected.value.status == 422, rejected.value.body
     message = json.loads(rejected.value.body)["message"]
     assert expected in message, message
+
+
+def named(name: str, **spec_fields) -> dict:
+    body = with_spec(**spec_fields)
+    body["metadata"]["name"] = name
+    return body
+
+
+# Names from which a child name would be invalid: ECK's Services are DNS-1035 labels, and its
+# pods (NAME-es-NODESET-ORDINAL plus a 10-character revision hash) must fit 63 characters.
+INVALID_NAMES = [
+    ("name starting with a digit", named("8-7-1-codecs"), "metadata.name must be a DNS-1035 label"),
+    ("name with a dot", named("codec.search"), "metadata.name must be a DNS-1035 label"),
+    ("name and node set too long together",
+     named("x" * 36, **{"elasticsearch.nodeSets": [{"name": "n" * 11, "count": 3}]}),
+     "metadata.name and elasticsearch.nodeSets[].name are too long together"),
+]
+
+
+@pytest.mark.parametrize("case, body, expected", INVALID_NAMES, ids=[case for case, _, _ in INVALID_NAMES])
+def test_a_name_from_which_eck_could_not_name_its_objects_is_rejected(custom, namespace, case, body, expected):
+    with pytest.raises(ApiException) as rejected:
+        create(custom, namespace, body)
+    assert rejected.value.status == 422 and expected in json.loads(rejected.value.body)["message"]
+
+
+def test_the_longest_name_and_node_set_that_fit_are_accepted(custom, namespace):
+    create(custom, namespace, named("x" * 36, **{"elasticsearch.nodeSets": [{"name": "n" * 11, "count": 9}]}))
 
 
 def test_name_longer_than_eck_allows_is_rejected(custom, namespace):

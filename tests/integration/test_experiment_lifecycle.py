@@ -14,7 +14,7 @@ import json
 import time
 
 from esbench.api import models
-from esbench.api.race_report import Failure, FailureKind, RaceReport
+from esbench.api.race_report import MARKER, Failure, FailureKind, RaceReport
 from esbench.runner.results import summarize
 from tests.support.experiments import (
     condition,
@@ -119,6 +119,43 @@ def test_failed_job_without_report_fails_with_a_redacted_log_excerpt(
     assert "hunter2" not in json.dumps(failed["status"])
     assert "hunter2" not in json.dumps(events(apis, namespace, "crash"))
     wait_for(lambda: not es_exists(eck, namespace, "crash"), what="cleanup of the cluster")
+
+
+def quota(apis, namespace: str, hard: dict[str, str]) -> None:
+    """A ResourceQuota, as an SRE sets one, once the quota controller has counted its usage."""
+    apis.core.create_namespaced_resource_quota(namespace, {"metadata": {"name": "limits"}, "spec": {"hard": hard}})
+    wait_for(lambda: (apis.core.read_namespaced_resource_quota("limits", namespace).status.hard or {}) == hard,
+             what="the quota controller to count the quota's usage")
+
+
+def test_a_cluster_the_api_server_rejects_fails_the_experiment_at_once(apis, eck, namespace, operator):
+    quota(apis, namespace, {"count/elasticsearches.elasticsearch.k8s.elastic.co": "0"})
+    create_experiment(apis, namespace, "no-room")
+    failed = wait_phase(apis, namespace, "no-room", "Failed")
+    assert failed["status"]["reason"] == "ClusterRejected"
+    message = failed["status"]["message"]
+    assert "rejected Elasticsearch no-room (403)" in message and "exceeded quota" in message, message
+    assert condition(failed, "ClusterReady")["reason"] == "ClusterRejected"
+    assert ("Warning", "ClusterRejected") in events(apis, namespace, "no-room")
+
+
+def test_a_job_the_api_server_rejects_fails_the_experiment_and_releases_its_cluster(apis, eck, namespace, operator):
+    quota(apis, namespace, {"count/jobs.batch": "0"})
+    create_experiment(apis, namespace, "no-job")
+    wait_for(lambda: es_exists(eck, namespace, "no-job"), what="the ECK Elasticsearch resource")
+    eck.make_ready(namespace, "no-job")
+    failed = wait_phase(apis, namespace, "no-job", "Failed")
+    assert failed["status"]["reason"] == "JobRejected"
+    assert "rejected Job no-job-rally (403)" in failed["status"]["message"]
+    wait_for(lambda: not es_exists(eck, namespace, "no-job"), what="cleanup of the cluster (policy Delete)")
+
+
+def test_a_report_that_cannot_be_read_fails_as_results_unreadable(apis, eck, standin_kubelet, namespace, operator):
+    run_to_benchmarking(apis, eck, namespace, "garbled")
+    standin_kubelet.finish_job_pod(namespace, "garbled-rally", f"{MARKER} 1/2 H4sIAAAA\ncut short", exit_code=0)
+    failed = wait_phase(apis, namespace, "garbled", "Failed")
+    assert failed["status"]["reason"] == "ResultsUnreadable"
+    assert "no complete report" in failed["status"]["message"]
 
 
 def test_race_errors_fail_the_experiment_and_keep_partial_results(

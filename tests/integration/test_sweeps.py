@@ -193,6 +193,10 @@ def test_a_cell_the_experiment_crd_rejects_fails_the_sweep_before_any_run(apis, 
 
 @pytest.mark.parametrize("change, message", [
     ({"metadata": {"name": "a-sweep-name-that-is-too-long"}}, "metadata.name must be at most 24 characters"),
+    ({"metadata": {"name": "1st-sweep"}}, "metadata.name must be a DNS-1035 label"),
+    ({"metadata": {"name": "codec.search"}}, "metadata.name must be a DNS-1035 label"),
+    ({"spec": {"matrix": [{"field": f"workload.trackParams.p{i}", "values": list(range(10))} for i in range(5)]}},
+     "matrix has too many combinations"),
     ({"spec": {"matrix": [{"field": "spec.index.codec", "values": ["default"]}]}}, "matrix field must be a field"),
     ({"spec": {"repetitions": 0}}, "spec.repetitions"),
     ({"spec": {"gates": [{"task": "index-append", "metric": "speed", "maxRegressionPercent": 5}]}}, "spec.gates[0].metric"),
@@ -219,5 +223,5 @@ def test_every_example_sweep_is_accepted_and_every_cell_is_a_valid_experiment(ap
         document = yaml.safe_load(path.read_text())
         stored = apis.custom.create_namespaced_custom_object(
             models.GROUP, models.VERSION, namespace, models.SWEEP_PLURAL, document, dry_run="All")
-        plan = grid.plan(models.SweepSpec.model_validate(stored["spec"]), namespace)
+        plan = grid.plan(models.SweepSpec.model_validate(stored["spec"]), stored["metadata"]["name"], namespace)
         assert len(plan.cells) >= 2 and plan.baseline in plan.cells, path.name

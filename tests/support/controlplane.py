@@ -49,6 +49,8 @@ DEFAULT_CONTROLLERS = (
     "serviceaccount-controller",
     "serviceaccount-token-controller",
     "ttl-after-finished-controller",
+    # Computes ResourceQuota usage, so quotas reject creates the way they do in a real cluster.
+    "resourcequota-controller",
     # Publishes kube-root-ca.crt into every namespace, which Pods' token volumes reference.
     "root-ca-certificate-publisher-controller",
 )

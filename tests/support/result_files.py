@@ -27,8 +27,9 @@ def race_fixtures() -> list[Path]:
 
 
 def _name(path: Path) -> str:
-    name = re.sub(r"[^a-z0-9-]+", "-", path.stem.lower()).strip("-")
-    return name[:36].rstrip("-") or "race"
+    # Fixture files start with the version (8.7.1-...): Experiment names must start with a letter.
+    name = "es-" + re.sub(r"[^a-z0-9-]+", "-", path.stem.lower()).strip("-")
+    return name[:36].rstrip("-")
 
 
 def spec_from_race(race: dict[str, Any]) -> dict[str, Any]:

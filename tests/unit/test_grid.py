@@ -20,7 +20,7 @@ def sweep(*matrix: dict[str, Any], **fields: Any) -> models.SweepSpec:
 
 
 def plan(*matrix: dict[str, Any], **fields: Any) -> grid.Plan:
-    return grid.plan(sweep(*matrix, **fields))
+    return grid.plan(sweep(*matrix, **fields), "sweep", "default")
 
 
 def bulk_sizes(n: int) -> dict[str, Any]:
@@ -76,6 +76,24 @@ def test_excluding_every_cell_is_invalid():
         plan(CODECS, exclude=[{"index.codec": "default"}, {"index.codec": "best_compression"}])
 
 
+def test_a_matrix_with_too_many_combinations_is_refused_before_it_is_expanded(monkeypatch):
+    eight_axes = [{"field": f"workload.trackParams.p{i}", "values": list(range(50))} for i in range(8)]
+    monkeypatch.setattr(grid.itertools, "product", lambda *axes: pytest.fail("the matrix was expanded"))
+    with pytest.raises(grid.InvalidSweep, match=f"39062500000000 combinations; at most {grid.MAX_COMBINATIONS}"):
+        plan(*eight_axes)
+
+
+def test_cells_are_checked_under_the_longest_name_a_run_gets():
+    # A 20-character sweep's longest run is NAME-c1-r3-a2 (29 characters); ECK's pod names allow
+    # name + nodeSet name + digits of the count <= 48.
+    node_sets = {"field": "elasticsearch.nodeSets", "values": [[{"name": "n" * 18, "count": 9}],
+                                                             [{"name": "n" * 19, "count": 9}]]}
+    with pytest.raises(grid.InvalidSweep, match="cell c1 .*too long together"):
+        grid.plan(sweep(node_sets, repetitions=3, max_retries=1), "s" * 20, "default")
+    fits = {**node_sets, "values": node_sets["values"][:1]}
+    assert len(grid.plan(sweep(fits, repetitions=3, max_retries=1), "s" * 20, "default").cells) == 1
+
+
 def test_more_than_max_cells_is_invalid():
     with pytest.raises(grid.InvalidSweep, match=f"at most {grid.MAX_CELLS}"):
         plan(bulk_sizes(grid.MAX_CELLS + 1))
@@ -114,7 +132,7 @@ def test_a_cell_the_crd_rejects_is_invalid_naming_the_cell(field, value, message
     with pytest.raises(grid.InvalidSweep) as error:
         plan({"field": "workload.trackParams.bulk_size", "values": [1, 2]}, {"field": field, "values": [value]})
     assert str(error.value).startswith(f'cell c0 (workload.trackParams.bulk_size=1, {field}="{value}"): ')
-    assert 'Experiment.esbench.io "cell" is invalid' in str(error.value)
+    assert 'Experiment.esbench.io "sweep-c1-r3-a2" is invalid' in str(error.value)  # the longest run name
     assert message in str(error.value)
 
 
@@ -186,7 +204,7 @@ def key_of(**overrides: Any) -> str:
     spec = TEMPLATE
     for field, value in overrides.items():
         spec = grid.with_value(spec, field.replace("__", "."), value)
-    return grid.cluster_key(grid.plan(models.SweepSpec(template=spec)).cells[0].spec)
+    return grid.cluster_key(grid.plan(models.SweepSpec(template=spec), "sweep", "default").cells[0].spec)
 
 
 def test_cells_differing_only_in_index_or_track_params_share_a_cluster():
@@ -209,7 +227,7 @@ def test_an_exclude_naming_a_field_no_axis_has_is_an_error_not_a_no_op():
         "matrix": [{"field": "index.codec", "values": ["default", "best_compression"]}],
         "exclude": [{"index.codec_": "default"}]})
     with pytest.raises(grid.InvalidSweep, match="exclude names index.codec_"):
-        grid.plan(spec)
+        grid.plan(spec, "sweep", "default")
 
 
 def test_a_gate_on_the_baseline_itself_is_an_error():
@@ -218,7 +236,7 @@ def test_a_gate_on_the_baseline_itself_is_an_error():
         "matrix": [{"field": "index.codec", "values": ["default", "best_compression"]}],
         "gates": [{"task": "index-append", "metric": "throughput.median", "maxRegressionPercent": 5, "cells": ["c0"]}]})
     with pytest.raises(grid.InvalidSweep, match="names the baseline c0"):
-        grid.plan(spec)
+        grid.plan(spec, "sweep", "default")
 
 
 def test_warmup_runs_go_first_on_each_shared_cluster_as_cells_of_their_own():

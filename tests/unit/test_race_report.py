@@ -1,7 +1,21 @@
 """The runner-to-operator report survives the trip through a pod log."""
 
+import base64
+import gzip
+import json
+
+import pytest
+
 from esbench.api.models import Results, TaskResult, Throughput
-from esbench.api.race_report import Failure, FailureKind, RaceReport, decode_report, encode_report
+from esbench.api.race_report import (
+    MARKER,
+    Failure,
+    FailureKind,
+    RaceReport,
+    UnreadableReport,
+    decode_report,
+    encode_report,
+)
 
 
 def test_report_round_trips_through_a_noisy_log_in_short_lines():
@@ -27,3 +41,25 @@ def test_the_last_complete_report_wins_and_a_truncated_one_is_ignored():
 
 def test_no_report_in_a_log_without_one():
     assert decode_report("Traceback (most recent call last):\n  boom") is None
+
+
+def test_report_lines_that_make_no_complete_report_are_unreadable_not_absent():
+    big = encode_report(RaceReport(succeeded=True, race_json={"n": [str(i) * 3 for i in range(20000)]}))
+    with pytest.raises(UnreadableReport, match="no complete report"):
+        decode_report("\n".join(big[:-1]))
+
+
+@pytest.mark.parametrize("payload", [
+    "not-base64!",  # garbled
+    "H4sIAAAAAAAA",  # a gzip header cut short
+])
+def test_a_garbled_report_is_unreadable(payload):
+    with pytest.raises(UnreadableReport, match="cannot be read"):
+        decode_report(f"{MARKER} 1/1 {payload}")
+
+
+def test_a_report_from_a_runner_with_fields_this_version_does_not_know_is_unreadable():
+    newer = {"succeeded": True, "measuredWith": "a newer runner"}
+    payload = base64.b64encode(gzip.compress(json.dumps(newer).encode())).decode()
+    with pytest.raises(UnreadableReport, match="cannot be read"):
+        decode_report(f"{MARKER} 1/1 {payload}")

@@ -150,14 +150,14 @@ def test_every_workload_option_reaches_the_command_line_and_extra_args_come_last
     spec = make_spec(source="RallyTracks", track="geonames", challenge="append-no-conflicts",
                      includeTasks=["index-append", "type:search"], testMode=True, onError="continue",
                      repository={"url": "https://github.com/elastic/rally-tracks", "revision": "abc123"},
-                     rally_section={"extraArgs": ["--user-tag=team:search", "--on-error=abort"]})
+                     rally_section={"extraArgs": ["--user-tags=team:search", "--telemetry", "node-stats"]})
     command = rally.race_command(spec, report_file="/w/report.md", **COMMON)
     assert command[4:] == [
         "--track=geonames", "--track-revision=abc123", "--challenge=append-no-conflicts",
         "--track-params=/w/track-params.json", "--on-error=continue",
         "--include-tasks=index-append,type:search", "--test-mode",
         "--target-hosts=es:9200", "--client-options=/w/client-options.json", "--report-file=/w/report.md",
-        "--user-tag=team:search", "--on-error=abort",
+        "--user-tags=team:search", "--telemetry", "node-stats",
     ]
     assert "--offline" not in command
 

@@ -16,7 +16,8 @@ VERSIONS = {"field": "elasticsearch.version", "values": ["8.15.0", "8.16.0"]}
 
 
 def plan(*matrix: dict[str, Any], **fields: Any) -> grid.Plan:
-    return grid.plan(models.SweepSpec(template=fields.pop("template", TEMPLATE), matrix=list(matrix), **fields))
+    return grid.plan(models.SweepSpec(template=fields.pop("template", TEMPLATE), matrix=list(matrix), **fields),
+                     "sweep", "default")
 
 
 def sweep(name: str = "bench") -> manifests.Sweep:

@@ -9,11 +9,15 @@ own output.
 from __future__ import annotations
 
 import base64
+import binascii
 import gzip
 import json
 import re
+import zlib
 from enum import Enum
 from typing import Any
+
+import pydantic
 
 from esbench.api.models import Model, Results
 
@@ -49,19 +53,31 @@ def encode_report(report: RaceReport) -> list[str]:
     return [f"{MARKER} {n}/{len(chunks)} {chunk}" for n, chunk in enumerate(chunks, start=1)]
 
 
+class UnreadableReport(ValueError):
+    """The log holds report lines, but no complete report this version can read (garbled,
+    truncated, or written by a runner of another version)."""
+
+
 def decode_report(log: str) -> RaceReport | None:
-    """The last complete report in a log, or None when the log holds none."""
+    """The last complete report in a log, or None when the log holds no report lines at all."""
     chunks: dict[int, str] = {}
     found: RaceReport | None = None
+    marked = False
     for line in log.splitlines():
         match = _LINE.match(line.strip())
         if not match:
             continue
+        marked = True
         index, total, chunk = int(match[1]), int(match[2]), match[3]
         if index == 1:
             chunks = {}
         chunks[index] = chunk
         if index == total and len(chunks) == total:
             payload = "".join(chunks[i] for i in range(1, total + 1))
-            found = RaceReport.model_validate(json.loads(gzip.decompress(base64.b64decode(payload))))
+            try:
+                found = RaceReport.model_validate(json.loads(gzip.decompress(base64.b64decode(payload, validate=True))))
+            except (binascii.Error, OSError, EOFError, zlib.error, ValueError, pydantic.ValidationError) as error:
+                raise UnreadableReport(f"the race report in the log cannot be read: {error}") from error
+    if marked and found is None:
+        raise UnreadableReport("the log holds race report lines but no complete report (cut short?)")
     return found

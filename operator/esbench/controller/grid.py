@@ -10,16 +10,20 @@ from __future__ import annotations
 import copy
 import itertools
 import json
+import math
 import random
 from dataclasses import dataclass
 from typing import Any
 
 from esbench.api import models, validation
+from esbench.controller import names
 
 # Maps whose keys are free (and may contain dots): the rest of the path is one key.
 _MAP_FIELDS = ("index.settings", "elasticsearch.config", "workload.trackParams")
 _SPEC_SECTIONS = ("elasticsearch", "index", "workload", "rally", "target")
 MAX_CELLS = 200  # child names carry the cell id (c0..c199) within the name length limit
+# Combinations of the matrix before exclude; the sweep CRD checks the same bound at admission.
+MAX_COMBINATIONS = 10_000
 
 
 class InvalidSweep(ValueError):
@@ -108,6 +112,9 @@ def _assignments(spec: models.SweepSpec) -> list[dict[str, Any]]:
         unknown = set(selector) - set(fields)
         if unknown:  # a misspelt field would silently exclude nothing
             raise InvalidSweep(f"exclude names {', '.join(sorted(unknown))}, which no matrix axis has")
+    combinations = math.prod(len(axis.values) for axis in spec.matrix)
+    if combinations > MAX_COMBINATIONS:  # before expanding: the product grows fast
+        raise InvalidSweep(f"the matrix has {combinations} combinations; at most {MAX_COMBINATIONS} are supported")
     assignments = [dict(zip(fields, combination, strict=True)) for combination in
                    itertools.product(*(axis.values for axis in spec.matrix))]
     assignments = [a for a in assignments if not any(_matches(a, selector) for selector in spec.exclude or [])]
@@ -119,17 +126,20 @@ def _assignments(spec: models.SweepSpec) -> list[dict[str, Any]]:
     return assignments
 
 
-def cells(spec: models.SweepSpec, namespace: str = "default") -> list[Cell]:
-    """Every cell, each checked as the API server would check an Experiment with its spec."""
+def cells(spec: models.SweepSpec, name: str, namespace: str) -> list[Cell]:
+    """Every cell, each checked as the API server would check an Experiment with its spec and
+    the longest name a run of this sweep gets (names limit what ECK can make of nodeSets)."""
+    assignments = _assignments(spec)
+    longest_run = names.sweep_run_name(name, f"c{len(assignments) - 1}", spec.repetitions, spec.max_retries + 1)
     result = []
-    for number, values in enumerate(_assignments(spec)):
+    for number, values in enumerate(assignments):
         cell_spec = spec.template
         for field, value in values.items():
             _check_field(field)
             cell_spec = with_value(cell_spec, field, value)
         cell = Cell(f"c{number}", values, cell_spec)
         document = {"apiVersion": models.API_VERSION, "kind": models.KIND,
-                    "metadata": {"name": "cell", "namespace": namespace}, "spec": cell_spec}
+                    "metadata": {"name": longest_run, "namespace": namespace}, "spec": cell_spec}
         try:
             admitted = validation.admit(document)
             validation.parse_spec(admitted)
@@ -154,8 +164,8 @@ def run_order(cell_list: list[Cell], repetitions: int, order: models.RunOrder, s
     return runs
 
 
-def plan(spec: models.SweepSpec, namespace: str = "default") -> Plan:
-    cell_list = cells(spec, namespace)
+def plan(spec: models.SweepSpec, name: str, namespace: str) -> Plan:
+    cell_list = cells(spec, name, namespace)
     baseline = cell_list[0]
     if spec.baseline:
         chosen = [cell for cell in cell_list if _matches(cell.values, spec.baseline)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,6 +18,18 @@ ECK_PLURAL = "elasticsearches"
 
 class KindNotServed(Exception):
     """The API server does not serve a kind we need (e.g. ECK's CRDs are not installed)."""
+
+
+class Rejected(Exception):
+    """The API server or an admission webhook refused to create an object (invalid, forbidden,
+    over a quota): asking again would get the same answer. The message is the server's."""
+
+    def __init__(self, kind: str, name: str, error: ApiException):
+        try:
+            reason = json.loads(error.body or "{}").get("message") or error.reason
+        except ValueError:
+            reason = error.body or error.reason
+        super().__init__(f"The API server rejected {kind} {name} ({error.status}): {reason}")
 
 
 class Kube:
@@ -45,7 +58,7 @@ class Kube:
         )
 
     def create_experiment(self, manifest: dict[str, Any]) -> None:
-        _exists_ok(lambda: self.custom.create_namespaced_custom_object(
+        _create(models.KIND, manifest, lambda: self.custom.create_namespaced_custom_object(
             models.GROUP, models.VERSION, manifest["metadata"]["namespace"], models.PLURAL, manifest))
 
     def list_experiments(self, namespace: str, label_selector: str) -> list[dict[str, Any]]:
@@ -88,12 +101,12 @@ class Kube:
     def create_elasticsearch(self, manifest: dict[str, Any]) -> None:
         namespace = manifest["metadata"]["namespace"]
         try:
-            self.custom.create_namespaced_custom_object(ECK_GROUP, ECK_VERSION, namespace, ECK_PLURAL, manifest)
-        except ApiException as error:
-            if error.status == 404:
+            _create("Elasticsearch", manifest, lambda: self.custom.create_namespaced_custom_object(
+                ECK_GROUP, ECK_VERSION, namespace, ECK_PLURAL, manifest))
+        except Rejected as rejected:
+            if (error := rejected.__cause__) is not None and error.status == 404:
                 raise KindNotServed(f"{ECK_API_VERSION} Elasticsearch") from error
-            if error.status != 409:  # created before (a retry or a restart): keep the one we have
-                raise
+            raise
 
     def get_elasticsearch(self, namespace: str, name: str) -> dict[str, Any] | None:
         return _absent_as_none(
@@ -111,7 +124,7 @@ class Kube:
     # --- the Rally Job and its results ---
 
     def create_job(self, manifest: dict[str, Any]) -> None:
-        _exists_ok(lambda: self.batch.create_namespaced_job(manifest["metadata"]["namespace"], manifest))
+        _create("Job", manifest, lambda: self.batch.create_namespaced_job(manifest["metadata"]["namespace"], manifest))
 
     def get_job(self, namespace: str, name: str) -> dict[str, Any] | None:
         job = _absent_as_none(lambda: self.batch.read_namespaced_job(name, namespace))
@@ -128,7 +141,8 @@ class Kube:
         return self.core.read_namespaced_pod_log(pod_name, namespace, container=RALLY_CONTAINER)
 
     def create_configmap(self, manifest: dict[str, Any]) -> None:
-        _exists_ok(lambda: self.core.create_namespaced_config_map(manifest["metadata"]["namespace"], manifest))
+        _create("ConfigMap", manifest, lambda: self.core.create_namespaced_config_map(
+            manifest["metadata"]["namespace"], manifest))
 
 
 def _absent_as_none(call):
@@ -140,9 +154,14 @@ def _absent_as_none(call):
         raise
 
 
-def _exists_ok(call) -> None:
+def _create(kind: str, manifest: dict[str, Any], call) -> None:
+    """Create; one that exists already (a retry, a restart) is kept. A client error other than
+    throttling is final: Rejected. Server errors and timeouts propagate, to be tried again."""
     try:
         call()
     except ApiException as error:
-        if error.status != 409:
-            raise
+        if error.status == 409:
+            return
+        if error.status is not None and 400 <= error.status < 500 and error.status != 429:
+            raise Rejected(kind, manifest["metadata"]["name"], error) from error
+        raise

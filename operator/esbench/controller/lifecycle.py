@@ -17,10 +17,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from esbench.api.models import TERMINAL_PHASES, CleanupPolicy, Phase
-from esbench.api.race_report import RaceReport, decode_report
+from esbench.api.race_report import RaceReport, UnreadableReport, decode_report
 from esbench.controller import manifests, names, readiness, status
 from esbench.controller.config import Settings
-from esbench.controller.kube import KindNotServed, Kube
+from esbench.controller.kube import KindNotServed, Kube, Rejected
 from esbench.controller.status import BENCHMARK_COMPLETE, CLUSTER_READY
 
 # (experiment body, event type "Normal"/"Warning", reason, message)
@@ -123,6 +123,8 @@ class Reconciler:
                 self.emit(body, "Warning", "EckNotInstalled", ECK_NOT_INSTALLED)
             return self._update(body, Phase.PENDING, "EckNotInstalled", ECK_NOT_INSTALLED, {"startTime": started},
                                 (CLUSTER_READY, False, "EckNotInstalled", ECK_NOT_INSTALLED))
+        except Rejected as rejected:
+            return self._finish(body, experiment, False, "ClusterRejected", str(rejected))
         es = self.kube.get_elasticsearch(experiment.namespace, experiment.cluster)
         if es is not None and not _owned(es, experiment):
             return self._finish(body, experiment, False, "ClusterNameConflict", _conflict("Elasticsearch", es))
@@ -159,7 +161,10 @@ class Reconciler:
         job = manifests.rally_job_manifest(experiment, manifests.connection(experiment, es),
                                           self.settings.rally_image, self.settings.rally_image_pull_policy,
                                           self.settings.job_deadline_grace_seconds)
-        self.kube.create_job(job)
+        try:
+            self.kube.create_job(job)
+        except Rejected as rejected:
+            return self._finish(body, experiment, False, "JobRejected", str(rejected))
         message = f"{verdict.message}; Rally Job {job['metadata']['name']} started"
         self.emit(body, "Normal", "Benchmarking", message)
         fields = {"clusterReadyTime": _timestamp(_now()), "jobName": job["metadata"]["name"]}
@@ -177,7 +182,10 @@ class Reconciler:
         if es is not None:
             return es
         if experiment.owns_cluster:  # deleted under us: ask for it again under the same name
-            self.kube.create_elasticsearch(manifests.elasticsearch_manifest(experiment))
+            try:
+                self.kube.create_elasticsearch(manifests.elasticsearch_manifest(experiment))
+            except Rejected as rejected:
+                self._finish(body, experiment, False, "ClusterRejected", str(rejected))
         elif self._past(body["status"]["startTime"], experiment.spec.rally.cluster_ready_timeout_seconds):
             self._finish(body, experiment, False, "ClusterNotFound",
                          f"Elasticsearch {experiment.cluster} (spec.target.elasticsearchRef) does not exist "
@@ -210,7 +218,11 @@ class Reconciler:
             log = self.kube.pod_log(experiment.namespace, pod["metadata"]["name"])
         except Exception as error:  # the kubelet may be briefly unreachable: try again on resync
             raise RetryLater(f"Cannot read the log of {pod['metadata']['name']} yet: {error}") from error
-        report = decode_report(log)
+        try:
+            report = decode_report(log)
+        except UnreadableReport as error:
+            self._finish(body, experiment, False, "ResultsUnreadable", f"Rally Job {job_name}: {error}")
+            return
         if report is None:
             exit_code = _exit_code(pod)
             message = f"Rally Job {job_name} ended (exit code {exit_code}) without a report. Log tail:\n"
@@ -222,8 +234,11 @@ class Reconciler:
         extra: dict[str, Any] = {}
         if report.race_json is not None:
             configmap = manifests.race_json_configmap(experiment, report.race_json)
-            self.kube.create_configmap(configmap)
-            extra["raceJsonConfigMap"] = configmap["metadata"]["name"]
+            try:
+                self.kube.create_configmap(configmap)
+                extra["raceJsonConfigMap"] = configmap["metadata"]["name"]
+            except Rejected as rejected:  # the results in the status matter more than the full race.json
+                self.emit(body, "Warning", "RaceJsonNotStored", str(rejected))
         if report.results is not None:
             extra["results"] = report.results.to_wire()
             extra["headline"] = status.headline(report.results)

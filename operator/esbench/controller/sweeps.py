@@ -33,7 +33,7 @@ from esbench.api.models import (
     SweepSpec,
 )
 from esbench.controller import grid, manifests, names, status
-from esbench.controller.kube import KindNotServed, Kube
+from esbench.controller.kube import KindNotServed, Kube, Rejected
 from esbench.controller.lifecycle import ECK_NOT_INSTALLED, EventSink, KeyedLocks
 
 COMPLETE = "Complete"
@@ -241,7 +241,7 @@ class SweepReconciler:
                 return
             try:
                 sweep = manifests.Sweep.from_body(body)
-                plan = _plan(sweep.uid, sweep.spec.model_dump_json(), namespace)
+                plan = _plan(sweep.uid, sweep.spec.model_dump_json(), name, namespace)
             except (ValidationError, grid.InvalidSweep) as error:
                 message = _message(error)
                 self._patch(body, {"phase": SweepPhase.FAILED.value, "reason": "InvalidSpec", "message": message,
@@ -266,6 +266,8 @@ class SweepReconciler:
                 self._start(body, sweep, run, by_key[run.key], clusters.get(_group_of(run, run_groups)))
         except KindNotServed:
             not_started = ("EckNotInstalled", ECK_NOT_INSTALLED)
+        except Rejected as rejected:  # e.g. a quota: said in the status until it is lifted
+            not_started = ("Rejected", str(rejected))
         for key, runs in run_groups.items():
             if key in clusters and all(by_key[r.key].final for r in runs):
                 self._release(sweep, clusters[key], any(by_key[r.key].state == RunState.FAILED for r in runs))
@@ -334,9 +336,9 @@ class SweepReconciler:
 
 
 @functools.lru_cache(maxsize=64)
-def _plan(uid: str, spec_json: str, namespace: str) -> grid.Plan:
+def _plan(uid: str, spec_json: str, name: str, namespace: str) -> grid.Plan:
     # A sweep's spec is immutable, and checking every cell against the CRD takes a while.
-    return grid.plan(SweepSpec.model_validate_json(spec_json), namespace)
+    return grid.plan(SweepSpec.model_validate_json(spec_json), name, namespace)
 
 
 def _group_of(run: grid.Run, run_groups: dict[str, list[grid.Run]]) -> str:

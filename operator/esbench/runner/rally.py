@@ -236,6 +236,6 @@ def race_command(
     command += [f"--target-hosts={target_hosts}", f"--client-options={client_options_file}"]
     if report_file:
         command.append(f"--report-file={report_file}")
-    # Last, so that a user's extra argument overrides ours (argparse keeps the last value).
+    # The CRD admits only options that esbench does not set (an allowlist), so none overrides ours.
     command += list(spec.rally.extra_args or [])
     return command
