@@ -18,7 +18,7 @@ import kubernetes
 
 from esbench.api import models
 from esbench.controller.config import Settings
-from esbench.controller.kube import ECK_GROUP, ECK_PLURAL, ECK_VERSION, Kube
+from esbench.controller.kube import ECK_GROUP, ECK_PLURAL, ECK_VERSION, BoundedApiClient, Kube
 from esbench.controller.lifecycle import Reconciler, RetryLater
 from esbench.controller.manifests import EXPERIMENT_LABEL, SWEEP_LABEL
 from esbench.controller.sweeps import SweepReconciler
@@ -41,7 +41,7 @@ def _api_client() -> kubernetes.client.ApiClient:
     configuration = kubernetes.client.Configuration.get_default_copy()
     # One connection per worker thread, so that concurrent Experiments do not queue.
     configuration.connection_pool_maxsize = SETTINGS.max_workers
-    return kubernetes.client.ApiClient(configuration)
+    return BoundedApiClient(configuration)
 
 
 @kopf.on.startup()

@@ -32,6 +32,19 @@ class Rejected(Exception):
         super().__init__(f"The API server rejected {kind} {name} ({error.status}): {reason}")
 
 
+class BoundedApiClient(client.ApiClient):
+    """An ApiClient whose every request has a timeout (seconds to connect, seconds between bytes
+    read) unless the call sets its own: a hung call ends in an error that the next resync
+    retries, instead of holding an object's lock, and the resync of every other one, forever."""
+
+    def __init__(self, configuration: client.Configuration, timeout: tuple[float, float] = (10, 60)):
+        super().__init__(configuration)
+        self.timeout = timeout
+
+    def call_api(self, method, url, header_params=None, body=None, post_params=None, _request_timeout=None):
+        return super().call_api(method, url, header_params, body, post_params, _request_timeout or self.timeout)
+
+
 class Kube:
     def __init__(self, api_client: client.ApiClient):
         self.custom = client.CustomObjectsApi(api_client)
