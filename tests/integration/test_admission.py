@@ -143,7 +143,7 @@ INVALID_NAMES = [
     ("name starting with a digit", named("8-7-1-codecs"), "metadata.name must be a DNS-1035 label"),
     ("name with a dot", named("codec.search"), "metadata.name must be a DNS-1035 label"),
     ("name and node set too long together",
-     named("x" * 36, **{"elasticsearch.nodeSets": [{"name": "n" * 11, "count": 3}]}),
+     named("x" * 36, **{"elasticsearch.nodeSets": [{"name": "n" * 12, "count": 3}]}),
      "metadata.name and elasticsearch.nodeSets[].name are too long together"),
 ]
 

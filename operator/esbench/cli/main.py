@@ -94,6 +94,3 @@ for _command in (commands.run_command, commands.show_command, commands.compare_c
                  commands.sweep_command):
     main.add_command(_command)
 
-
-if __name__ == "__main__":
-    main()

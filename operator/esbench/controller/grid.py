@@ -22,7 +22,8 @@ from esbench.controller import names
 _MAP_FIELDS = ("index.settings", "elasticsearch.config", "workload.trackParams")
 _SPEC_SECTIONS = ("elasticsearch", "index", "workload", "rally", "target")
 MAX_CELLS = 200  # child names carry the cell id (c0..c199) within the name length limit
-# Combinations of the matrix before exclude; the sweep CRD checks the same bound at admission.
+# Combinations of the matrix before exclude, counted before expanding. (CEL cannot count them at
+# admission: it does not see the untyped matrix values.)
 MAX_COMBINATIONS = 10_000
 
 
