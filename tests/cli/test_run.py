@@ -9,7 +9,6 @@ integ-test-zip (HTTPS with a generated user, as spec.elasticsearch.tls asks) and
 from __future__ import annotations
 
 import http.server
-import inspect
 import json
 import re
 import shutil
@@ -176,14 +175,8 @@ def test_rallys_progress_lines_become_the_race_steps_detail():
     assert local.progress_detail("    ____        ____") is None
 
 
-# --- --es-home and spec.elasticsearch.config (need localcluster.start(home=, extra_settings=)) ---
+# --- --es-home and spec.elasticsearch.config ---
 
-needs_home = pytest.mark.skipif(
-    "home" not in inspect.signature(localcluster.start).parameters,
-    reason="esbench.localcluster.start has no home=/extra_settings= parameters yet")
-
-
-@needs_home
 def test_es_home_is_the_distribution_started_and_spec_config_reaches_it(esbench, tmp_path):
     """A setting Elasticsearch does not know makes it refuse to start: proof that the spec's
     config reached the node started from --es-home (exit 15, ClusterNotReady, as the operator

@@ -7,8 +7,6 @@ work (support.standin_kubelet), as in test_experiment_lifecycle.
 
 from __future__ import annotations
 
-import time
-
 from esbench.api.race_report import RaceReport
 from esbench.runner.results import summarize
 from tests.support.experiments import (
@@ -21,6 +19,7 @@ from tests.support.experiments import (
     wait_phase,
 )
 from tests.support.standin_eck import GROUP, PLURAL, VERSION
+from tests.support.waiting import wait_for
 
 
 def create_unowned_cluster(apis, namespace: str, name: str) -> None:
@@ -42,8 +41,10 @@ def test_a_referenced_eck_cluster_is_waited_for_used_and_never_deleted(
     waiting = wait_phase(apis, namespace, "on-shared", "Provisioning")
     assert waiting["status"]["clusterName"] == "shared"
     assert condition(waiting, "ClusterReady")["reason"] == "WaitingForCluster"
-    time.sleep(2)
-    assert get_experiment(apis, namespace, "on-shared")["status"]["phase"] == "Provisioning", "it waits for ready"
+    looked = wait_for(lambda: (e := get_experiment(apis, namespace, "on-shared"))
+                      and "phase is unset" in condition(e, "ClusterReady")["message"] and e,
+                      what="the operator to say what the referenced cluster lacks")
+    assert looked["status"]["phase"] == "Provisioning", "it waits for ready"
 
     eck.make_ready(namespace, "shared")
     benchmarking = wait_phase(apis, namespace, "on-shared", "Benchmarking")
@@ -55,8 +56,8 @@ def test_a_referenced_eck_cluster_is_waited_for_used_and_never_deleted(
 
     standin_kubelet.finish_job_pod(namespace, "on-shared-rally", runner_log(
         RaceReport(succeeded=True, results=summarize(race_json), race_json=race_json)), exit_code=0)
-    wait_phase(apis, namespace, "on-shared", "Succeeded")
-    time.sleep(2)
+    wait_for(lambda: ("Normal", "RaceSucceeded") in events(apis, namespace, "on-shared"),
+             what="the final Event, posted once the cleanup is decided")
     assert es_exists(eck, namespace, "shared"), "cleanup Delete applies only to a cluster the Experiment owns"
     assert "ClusterDeleted" not in [reason for _, reason in events(apis, namespace, "on-shared")]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,18 @@ def wait_phase(apis: Apis, namespace: str, name: str, phase: str, timeout: float
 
 def condition(resource: dict, type_: str) -> dict:
     return next(c for c in resource["status"]["conditions"] if c["type"] == type_)
+
+
+def event_messages(apis: Apis, namespace: str, name: str) -> str:
+    """Every Event message about an object, one a line: what a leak check must read."""
+    items = apis.core.list_namespaced_event(namespace, field_selector=f"involvedObject.name={name}").items
+    return "\n".join(event.message or "" for event in items)
+
+
+def elastic_password(apis: Apis, namespace: str, cluster: str) -> str:
+    """The password ECK generated for the cluster's elastic user."""
+    secret = apis.core.read_namespaced_secret(f"{cluster}-es-elastic-user", namespace)
+    return base64.b64decode(secret.data["elastic"]).decode()
 
 
 def events(apis: Apis, namespace: str, name: str) -> list[tuple[str, str]]:

@@ -75,8 +75,7 @@ def test_every_difference_is_contender_minus_baseline_marked_by_the_metrics_dire
     directions = {r.metric.key: r.metric.direction for r in comparison.rows}
     assert directions["throughput.median"] == Direction.HIGHER_IS_BETTER
     for key in ("latency.p50", "service_time.p100", "error_rate", "store_size", "segment_count", "merge_time"):
-        if key in directions:
-            assert directions[key] == Direction.LOWER_IS_BETTER
+        assert directions[key] == Direction.LOWER_IS_BETTER
 
 
 def test_rows_are_grouped_tasks_first_in_the_baselines_task_order(entries):

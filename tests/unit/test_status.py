@@ -2,7 +2,7 @@
 
 from esbench.api.models import Results, TaskResult, Throughput
 from esbench.api.race_report import RaceReport, encode_report
-from esbench.controller.status import headline, log_excerpt, redact, with_condition
+from esbench.controller.status import condition, headline, log_excerpt, redact, with_condition
 
 
 def test_condition_transition_time_moves_only_when_status_changes():
@@ -41,3 +41,10 @@ def test_log_excerpt_is_the_redacted_tail_without_report_lines():
     log = "\n".join([f"line {i}" for i in range(40)] + ["password=hunter2"] + report_lines)
     excerpt = log_excerpt(log, max_lines=5)
     assert excerpt.splitlines() == ["line 36", "line 37", "line 38", "line 39", "password=[redacted]"]
+
+
+def test_a_condition_is_found_by_type():
+    conditions = with_condition(None, "ClusterReady", False, "Provisioning", "waiting", "T1", 1)
+    assert condition({"conditions": conditions}, "ClusterReady")["message"] == "waiting"
+    assert condition({"conditions": conditions}, "BenchmarkComplete") is None
+    assert condition({}, "ClusterReady") is None

@@ -79,16 +79,22 @@ class Reconciler:
             if body is None or body["metadata"].get("deletionTimestamp"):
                 return
             phase = (body.get("status") or {}).get("phase")
-            if phase in TERMINAL_PHASES:
-                self._expire(body)
-                return
             try:
                 experiment = manifests.Experiment.from_body(body)
             except ValidationError as error:
+                if phase in TERMINAL_PHASES:  # failed as InvalidSpec: it never made anything
+                    self._expire(body)
+                    return
                 message = "; ".join(e["msg"].removeprefix("Value error, ") for e in error.errors())
                 self._update(body, Phase.FAILED, "InvalidSpec", message, {"completionTime": _timestamp(_now())},
                              (BENCHMARK_COMPLETE, False, "InvalidSpec", message))
                 self.emit(body, "Warning", "InvalidSpec", message)
+                return
+            if phase in TERMINAL_PHASES:
+                # Again after every restart: a crash between the final status and the cleanup
+                # must not leave a cluster behind. Idempotent.
+                self._release_cluster(body, experiment, phase == Phase.SUCCEEDED)
+                self._expire(body)
                 return
             if phase in (None, Phase.PENDING):
                 body = self._provision(body, experiment)
@@ -157,6 +163,11 @@ class Reconciler:
                 timeout = experiment.spec.rally.cluster_ready_timeout_seconds
                 message = f"Cluster not ready after {timeout}s. {verdict.message}"
                 return self._finish(body, experiment, False, "ClusterNotReady", message)
+            current = status.condition(body.get("status") or {}, CLUSTER_READY) or {}
+            if current.get("message") != verdict.message:  # say what it waits for, once per change
+                return self._update(body, Phase.PROVISIONING, body["status"].get("reason") or "Provisioning",
+                                    body["status"].get("message") or verdict.message, {},
+                                    (CLUSTER_READY, False, current.get("reason") or "Provisioning", verdict.message))
             return body
         job = manifests.rally_job_manifest(experiment, manifests.connection(experiment, es),
                                           self.settings.rally_image, self.settings.rally_image_pull_policy,
@@ -258,15 +269,21 @@ class Reconciler:
         updated = self._update(
             body, phase, reason, message, {"completionTime": _timestamp(_now()), **(extra or {})}, *conditions
         )
+        self._release_cluster(body, experiment, succeeded)
+        # Last: an Event that cannot be posted must not skip the cleanup, and whoever sees it
+        # knows the cleanup has been decided.
         self.emit(body, "Normal" if succeeded else "Warning", reason, message)
+        return updated
+
+    def _release_cluster(self, body: dict[str, Any], experiment: manifests.Experiment, succeeded: bool) -> None:
         policy = experiment.spec.rally.cleanup
         delete = policy == CleanupPolicy.DELETE or (policy == CleanupPolicy.KEEP_ON_FAILURE and succeeded)
-        if delete and experiment.owns_cluster:  # a cluster it only uses is never deleted
-            es = self.kube.get_elasticsearch(experiment.namespace, experiment.cluster)
-            if es is not None and _owned(es, experiment):
-                self.kube.delete_elasticsearch(experiment.namespace, experiment.cluster, es["metadata"]["uid"])
-                self.emit(body, "Normal", "ClusterDeleted", f"Deleted Elasticsearch cluster {experiment.cluster}")
-        return updated
+        if not (delete and experiment.owns_cluster):  # a cluster it only uses is never deleted
+            return
+        es = self.kube.get_elasticsearch(experiment.namespace, experiment.cluster)
+        if es is not None and _owned(es, experiment) and not es["metadata"].get("deletionTimestamp"):
+            self.kube.delete_elasticsearch(experiment.namespace, experiment.cluster, es["metadata"]["uid"])
+            self.emit(body, "Normal", "ClusterDeleted", f"Deleted Elasticsearch cluster {experiment.cluster}")
 
     def _expire(self, body: dict[str, Any]) -> None:
         ttl = body["spec"].get("rally", {}).get("ttlSecondsAfterFinished")

@@ -45,6 +45,11 @@ def with_condition(
     return sorted(result, key=lambda c: c["type"])
 
 
+def condition(status: dict[str, Any], type_: str) -> dict[str, Any] | None:
+    """The condition of that type in a status, if set."""
+    return next((c for c in status.get("conditions") or [] if c.get("type") == type_), None)
+
+
 def headline(results: Results) -> str | None:
     """One figure for `kubectl get`: the first indexing throughput, else the first throughput."""
     with_throughput = [t for t in results.tasks if t.throughput and t.throughput.median is not None]
