@@ -85,10 +85,12 @@ def test_an_explicit_cluster_health_other_than_green_is_kept():
     assert rally.track_params(spec, 1)["cluster_health"] == "red"
 
 
-def test_data_nodes_from_the_spec_count_only_data_node_sets():
+def test_data_nodes_from_the_spec_count_only_nodes_that_can_hold_a_new_index():
     es = models.Elasticsearch.model_validate({"version": "8.15.3", "nodeSets": [
         {"name": "masters", "count": 3, "roles": ["master"]},
         {"name": "hot", "count": 2, "roles": ["data_hot", "data_content"]},
+        {"name": "hot-only", "count": 2, "roles": ["data_hot"]},  # new indices prefer data_content
+        {"name": "warm", "count": 4, "roles": ["data_warm"]},
         {"name": "any", "count": 1}]})
     assert rally.data_node_count(es) == 3
     assert rally.data_node_count(models.Elasticsearch(version="8.15.3", node_count=4)) == 4

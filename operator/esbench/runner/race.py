@@ -246,7 +246,7 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
     except Unreachable as e:
         return failed(FailureKind.TARGET_UNREACHABLE, redact(str(e)))
     try:
-        data_nodes = target.data_node_count()
+        data_nodes = target.data_node_count(rally.NEW_INDEX_ROLES)
     except (OSError, ValueError, KeyError):  # e.g. a user without the monitor privilege
         data_nodes = rally.data_node_count(spec.elasticsearch) if spec.elasticsearch else 1
     print(f"esbench: target answers, Elasticsearch {root.get('version', {}).get('number')}, {data_nodes} data node(s)", file=out, flush=True)

@@ -75,11 +75,16 @@ def track_params(spec: models.ExperimentSpec, data_nodes: int) -> dict[str, Any]
     return params
 
 
+# A new index (not a data stream) prefers the content tier: only nodes with one of these roles
+# can hold its shards (data_hot, data_warm, ... alone cannot).
+NEW_INDEX_ROLES = ("data", "data_content")
+
+
 def data_node_count(spec: models.Elasticsearch) -> int:
-    """Data nodes the spec asks for (used when the live cluster cannot be asked)."""
+    """Nodes the spec asks for that can hold a new index (when the live cluster cannot be asked)."""
     if spec.node_sets:
         return sum(
-            ns.count for ns in spec.node_sets if ns.roles is None or any(r.startswith("data") for r in ns.roles)
+            ns.count for ns in spec.node_sets if ns.roles is None or any(r in NEW_INDEX_ROLES for r in ns.roles)
         ) or 1
     return spec.node_count or 1
 

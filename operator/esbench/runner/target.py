@@ -62,6 +62,7 @@ class Target:
                 raise Unreachable(f"{self.url} did not answer within {timeout:.0f}s: {last_error}")
             time.sleep(min(2.0, max(0.0, deadline - time.monotonic())))
 
-    def data_node_count(self) -> int:
+    def data_node_count(self, roles: tuple[str, ...]) -> int:
+        """Nodes with any of these roles."""
         nodes = self.get("_nodes?filter_path=nodes.*.roles")["nodes"]
-        return sum(1 for n in nodes.values() if any(r == "data" or r.startswith("data_") for r in n.get("roles", [])))
+        return sum(1 for n in nodes.values() if any(r in roles for r in n.get("roles", [])))
