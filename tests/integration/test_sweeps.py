@@ -182,6 +182,42 @@ def test_a_failed_run_is_retried_and_a_run_that_keeps_failing_leaves_partial_res
     assert [c["cell"] for c in row["cells"]] == ["c0"], "the baseline's results stay visible"
 
 
+def test_runs_removed_by_the_templates_ttl_keep_their_results_and_are_not_started_again(
+        apis, eck, standin_kubelet, namespace, operator, race_json):
+    template = {**TEMPLATE, "rally": {"ttlSecondsAfterFinished": 0}}  # each run is deleted as it ends
+    create_sweep(apis, namespace, "ttl", template=template, matrix=CODECS, repetitions=2)
+    driver = Driver(apis, eck, standin_kubelet, namespace, race_json, "ttl")
+    for _ in range(4):
+        child = driver.next_benchmarking()
+        cell = child["metadata"]["labels"]["esbench.io/cell"]
+        repetition = int(child["metadata"]["labels"]["esbench.io/repetition"])
+        driver.finish(child, THROUGHPUT[cell][repetition - 1])
+    done = driver.wait_done()
+    assert phase(done) == "Succeeded" and done["status"]["progress"]["summary"] == "4/4"
+    wait_for(lambda: runs(apis, namespace, "ttl") == [], what="the runs' TTL deletion")
+    assert sorted(r["name"] for r in done["status"]["runs"]) == ["ttl-c0-r1", "ttl-c0-r2", "ttl-c1-r1", "ttl-c1-r2"]
+    row = next(r for r in get_sweep(apis, namespace, "ttl")["status"]["comparison"]
+               if r["subject"] == "index-append" and r["metric"] == "throughput.median")
+    assert [c["n"] for c in row["cells"]] == [2, 2], "every run's figures outlive the run"
+    assert len(driver.started) == 4 and len(set(driver.started)) == 4
+
+
+def test_a_run_deleted_mid_race_is_a_failed_attempt_and_retried_once(
+        apis, eck, standin_kubelet, namespace, operator, race_json):
+    create_sweep(apis, namespace, "gone", matrix=[{"field": "index.codec", "values": ["default"]}], repetitions=1,
+                 maxRetries=1)
+    driver = Driver(apis, eck, standin_kubelet, namespace, race_json, "gone")
+    for name in ("gone-c0-r1", "gone-c0-r1-a2"):
+        child = driver.next_benchmarking()
+        assert child["metadata"]["name"] == name
+        apis.custom.delete_namespaced_custom_object(models.GROUP, models.VERSION, namespace, models.PLURAL, name)
+    done = driver.wait_done()
+    assert phase(done) == "Failed" and done["status"]["progress"]["failed"] == 1
+    assert [(r["name"], r["reason"]) for r in done["status"]["runs"]] == [
+        ("gone-c0-r1", "RunDeleted"), ("gone-c0-r1-a2", "RunDeleted")]
+    assert driver.started == ["gone-c0-r1", "gone-c0-r1-a2"]
+
+
 def test_a_cell_the_experiment_crd_rejects_fails_the_sweep_before_any_run(apis, eck, namespace, operator):
     create_sweep(apis, namespace, "bad", matrix=[{"field": "index.refreshInterval", "values": ["1s", "soon"]}])
     done = wait_for(lambda: (s := get_sweep(apis, namespace, "bad")) and phase(s) == "Failed" and s, 30,

@@ -73,6 +73,35 @@ def test_an_invalid_spec_is_never_retried():
     assert states(plan(repetitions=1), [child("c0", 1, "Failed", "InvalidSpec")], max_retries=5)[("c0", 1)] == "Failed"
 
 
+def test_a_run_that_vanished_after_it_succeeded_keeps_its_outcome_and_figures():
+    p = plan(repetitions=1)
+    done = child("c0", 1, "Succeeded")
+    done["status"]["results"] = {"raceId": "r1", "tasks": [{"task": "index-append"}]}
+    records = sweeps.run_records(sweeps.progress(p, [done], max_retries=1))
+    assert records == [{"name": "bench-c0-r1", "cell": "c0", "repetition": 1, "attempt": 1, "phase": "Succeeded",
+                        "results": {"raceId": "r1", "tasks": [{"task": "index-append"}]}}]
+    gone = sweeps.progress(p, [], max_retries=1, records=records)  # deleted by hand, or by a TTL
+    assert gone[0].state == "Succeeded"
+    assert gone[0].latest["status"]["results"] == done["status"]["results"]
+    assert sweeps.runs_to_start(p, {s.run.key: s for s in gone}, sweeps.groups(p, True), 1) == []
+    assert sweeps.run_records(gone) == records, "the record outlives the run"
+
+
+def test_a_run_deleted_before_it_finished_is_a_failed_attempt_not_started_again_for_ever():
+    p = plan(repetitions=1)
+    records = sweeps.run_records(sweeps.progress(p, [child("c0", 1, "Benchmarking")], max_retries=1))
+    gone = sweeps.progress(p, [], max_retries=1, records=records)
+    assert gone[0].state == "Pending", "one retry left"
+    assert gone[0].latest["status"]["reason"] == sweeps.RUN_DELETED
+    retry = child("c0", 1, "Benchmarking", attempt=2)
+    records = sweeps.run_records(sweeps.progress(p, [retry], max_retries=1, records=records))
+    assert [(r["attempt"], r["phase"], r.get("reason")) for r in records] == [
+        (1, "Failed", sweeps.RUN_DELETED), (2, "Benchmarking", None)]
+    final = sweeps.progress(p, [], max_retries=1, records=records)
+    assert final[0].state == "Failed"
+    assert sweeps.runs_to_start(p, {s.run.key: s for s in final}, sweeps.groups(p, True), 1) == []
+
+
 # --- groups ----------------------------------------------------------------------------------
 
 

@@ -288,8 +288,20 @@ class Reconciler:
     def _expire(self, body: dict[str, Any]) -> None:
         ttl = body["spec"].get("rally", {}).get("ttlSecondsAfterFinished")
         completed = (body.get("status") or {}).get("completionTime")
-        if ttl is not None and completed and self._past(completed, ttl):
+        if ttl is not None and completed and self._past(completed, ttl) and self._recorded_by_its_sweep(body):
             self.kube.delete_experiment(body["metadata"]["namespace"], body["metadata"]["name"])
+
+    def _recorded_by_its_sweep(self, body: dict[str, Any]) -> bool:
+        """A sweep's run goes only once the sweep has recorded how it ended (status.runs), or its
+        results would go with it."""
+        sweep_name = (body["metadata"].get("labels") or {}).get(manifests.SWEEP_LABEL)
+        if not sweep_name:
+            return True
+        sweep = self.kube.get_sweep(body["metadata"]["namespace"], sweep_name)
+        if sweep is None:
+            return True
+        records = (sweep.get("status") or {}).get("runs") or []
+        return any(r.get("name") == body["metadata"]["name"] and r.get("phase") in TERMINAL_PHASES for r in records)
 
     # --- helpers ---
 

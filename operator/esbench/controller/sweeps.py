@@ -5,6 +5,11 @@ Experiments, found by label) afresh, starts whatever may start now, and writes o
 patch. Run names are deterministic, so a repeated call never starts a run twice, and the
 comparison is recomputed from the runs' own statuses, so nothing is lost across restarts.
 
+Every run the sweep has seen is also recorded in its status (status.runs: outcome, and Rally's
+figures of a run that succeeded), so a run that vanishes (deleted by hand, or by a TTL from the
+template) keeps its results, and one deleted before it finished counts as a failed attempt
+(RunDeleted) instead of being started again for ever.
+
 Cluster reuse: runs whose cells share a cluster key (grid.cluster_key) form a group. With
 reuse, the sweep owns one cluster per group and the group's runs use it one after another
 (spec.target.elasticsearchRef); `parallelism` bounds the groups at work at once. Without
@@ -40,6 +45,7 @@ COMPLETE = "Complete"
 GATES_PASSED = "GatesPassed"
 # Failures a retry cannot mend: the same spec fails the same way.
 NOT_RETRIED = {"InvalidSpec", "ClusterNameConflict", "JobNameConflict"}
+RUN_DELETED = "RunDeleted"
 MAX_LISTED_FAILURES = 20
 
 
@@ -86,9 +92,47 @@ class Progress:
         return self.state in (RunState.SUCCEEDED, RunState.FAILED)
 
 
-def progress(plan: grid.Plan, runs: list[dict[str, Any]], max_retries: int) -> list[Progress]:
-    """Each planned run with its attempts so far, in plan order."""
+def recorded_run(record: dict[str, Any]) -> dict[str, Any]:
+    """A run that is gone, as its record in the sweep's status says it ended. One that had not
+    ended when it was last seen was deleted under the sweep: a failed attempt."""
+    phase, reason = record.get("phase"), record.get("reason")
+    if phase not in (Phase.SUCCEEDED, Phase.FAILED):
+        phase, reason = Phase.FAILED.value, RUN_DELETED
+    child_status = {"phase": phase, "reason": reason,
+                    "message": record.get("message") or ("deleted before it finished" if reason == RUN_DELETED else "")}
+    if record.get("results"):
+        child_status["results"] = record["results"]
+    labels = {manifests.CELL_LABEL: record["cell"], manifests.REPETITION_LABEL: str(record["repetition"]),
+              manifests.ATTEMPT_LABEL: str(record["attempt"])}
+    return {"metadata": {"name": record["name"], "labels": labels}, "status": child_status}
+
+
+def run_records(states: list[Progress]) -> list[dict[str, Any]]:
+    """What status.runs keeps of every attempt: enough to go on without the run itself."""
+    records = []
+    for state in states:
+        for child in state.attempts:
+            child_status = child.get("status") or {}
+            record = {"name": child["metadata"]["name"], "cell": state.run.cell.id, "repetition": state.run.repetition,
+                      "attempt": int(child["metadata"]["labels"][manifests.ATTEMPT_LABEL]),
+                      "phase": child_status.get("phase") or Phase.PENDING.value}
+            if child_status.get("reason"):
+                record["reason"] = child_status["reason"]
+            if child_status.get("phase") == Phase.FAILED:
+                record["message"] = (child_status.get("message") or "")[:300]
+            if child_status.get("phase") == Phase.SUCCEEDED and child_status.get("results"):
+                record["results"] = child_status["results"]
+            records.append(record)
+    return records
+
+
+def progress(plan: grid.Plan, runs: list[dict[str, Any]], max_retries: int,
+             records: list[dict[str, Any]] = ()) -> list[Progress]:
+    """Each planned run with its attempts so far, in plan order: the runs that exist, and the
+    recorded ones (status.runs) that no longer do."""
     by_key: dict[tuple[str, int], Progress] = {r.key: Progress(r, max_retries=max_retries) for r in plan.runs}
+    present = {child["metadata"]["name"] for child in runs}
+    runs = [*runs, *(recorded_run(r) for r in records if r["name"] not in present)]
     attempt = lambda child: int(child["metadata"]["labels"][manifests.ATTEMPT_LABEL])  # noqa: E731
     for child in sorted(runs, key=attempt):
         labels = child["metadata"]["labels"]
@@ -195,6 +239,7 @@ def status_report(plan: grid.Plan, states: list[Progress], run_groups: dict[str,
         "clusters": sorted(set(clusters.values())),
         "failures": _failures(states),
         "comparison": stats.to_wire(rows),
+        "runs": run_records(states),
     }
     conditions = []
     gates = gate_results(spec.gates or [], rows, plan.baseline.id, complete)
@@ -255,7 +300,7 @@ class SweepReconciler:
         spec = sweep.spec
         children = [child for child in self.kube.list_experiments(
             sweep.namespace, f"{manifests.SWEEP_LABEL}={sweep.name}") if _owned_by(child, sweep)]
-        states = progress(plan, children, spec.max_retries)
+        states = progress(plan, children, spec.max_retries, (body.get("status") or {}).get("runs") or [])
         by_key = {s.run.key: s for s in states}
         run_groups = groups(plan, spec.cluster_reuse)
         clusters = self._shared_clusters(plan, run_groups, spec.cluster_reuse, sweep)
