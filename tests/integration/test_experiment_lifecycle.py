@@ -27,6 +27,7 @@ from tests.support.experiments import (
     runner_log,
     wait_phase,
 )
+from tests.support.standin_eck import GROUP, PLURAL, VERSION
 from tests.support.waiting import wait_for
 
 
@@ -292,6 +293,30 @@ def test_a_strangers_cluster_under_our_name_is_never_used_or_deleted(apis, eck, 
              what="the final Event, posted once the cleanup is decided")
     assert not eck.get(namespace, "taken")["metadata"].get("ownerReferences")
     assert job(apis, namespace, "taken") is None
+
+
+def test_an_experiment_applied_again_waits_for_the_cluster_of_its_deleted_namesake(apis, eck, namespace, operator):
+    create_experiment(apis, namespace, "again")
+    wait_phase(apis, namespace, "again", "Provisioning")
+    # The old cluster lingers, as while ECK's pods terminate: a finalizer holds it.
+    eck.custom.patch_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "again",
+                                              {"metadata": {"finalizers": ["esbench.test/hold"]}})
+    old_uid = eck.get(namespace, "again")["metadata"]["uid"]
+    apis.custom.delete_namespaced_custom_object(models.GROUP, models.VERSION, namespace, models.PLURAL, "again")
+    wait_for(lambda: "again" not in [e["metadata"]["name"] for e in apis.custom.list_namespaced_custom_object(
+        models.GROUP, models.VERSION, namespace, models.PLURAL)["items"]], what="the first Experiment to go")
+
+    create_experiment(apis, namespace, "again")
+    waiting = wait_for(lambda: (e := get_experiment(apis, namespace, "again"))
+                       and (e.get("status") or {}).get("reason") == "PreviousClusterDeleting" and e,
+                       what="the new Experiment to wait for the old cluster")
+    assert waiting["status"]["phase"] == "Pending"
+    eck.custom.patch_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "again",
+                                              {"metadata": {"finalizers": None}})
+    provisioning = wait_phase(apis, namespace, "again", "Provisioning")
+    es = eck.get(namespace, "again")
+    assert es["metadata"]["uid"] != old_uid
+    assert es["metadata"]["ownerReferences"][0]["uid"] == provisioning["metadata"]["uid"]
 
 
 def test_an_experiment_can_be_deleted_while_the_operator_is_down(apis, eck, namespace, operator):

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from esbench.api.models import TERMINAL_PHASES, CleanupPolicy, Phase
+from esbench.api.models import KIND, TERMINAL_PHASES, CleanupPolicy, Phase
 from esbench.api.race_report import RaceReport, UnreadableReport, decode_report
 from esbench.controller import manifests, names, readiness, status
 from esbench.controller.config import Settings
@@ -133,6 +133,12 @@ class Reconciler:
             return self._finish(body, experiment, False, "ClusterRejected", str(rejected))
         es = self.kube.get_elasticsearch(experiment.namespace, experiment.cluster)
         if es is not None and not _owned(es, experiment):
+            timeout = experiment.spec.rally.cluster_ready_timeout_seconds
+            if _left_by_namesake(es, experiment) and not self._past(started, timeout):
+                message = (f"Waiting for Elasticsearch {experiment.cluster}, left by a deleted Experiment of the "
+                           "same name, to be garbage-collected")
+                return self._update(body, Phase.PENDING, "PreviousClusterDeleting", message, {"startTime": started},
+                                    (CLUSTER_READY, False, "PreviousClusterDeleting", message))
             return self._finish(body, experiment, False, "ClusterNameConflict", _conflict("Elasticsearch", es))
         message = f"Creating Elasticsearch cluster {experiment.cluster} ({experiment.spec.elasticsearch.version})"
         self.emit(body, "Normal", "Provisioning", message)
@@ -172,6 +178,12 @@ class Reconciler:
         job = manifests.rally_job_manifest(experiment, manifests.connection(experiment, es),
                                           self.settings.rally_image, self.settings.rally_image_pull_policy,
                                           self.settings.job_deadline_grace_seconds)
+        stale = self.kube.get_job(experiment.namespace, job["metadata"]["name"])
+        if stale is not None and not _owned(stale, experiment):
+            timeout = experiment.spec.rally.cluster_ready_timeout_seconds
+            if _left_by_namesake(stale, experiment) and not self._past(body["status"]["startTime"], timeout):
+                return body  # the garbage collector is removing it; a resync creates ours after
+            return self._finish(body, experiment, False, "JobNameConflict", _conflict("Job", stale))
         try:
             self.kube.create_job(job)
         except Rejected as rejected:
@@ -326,6 +338,13 @@ class Reconciler:
 def _owned(child: dict[str, Any], experiment: manifests.Experiment) -> bool:
     """Whether a child found under our deterministic name is really ours, not a stranger's."""
     return any(ref.get("uid") == experiment.uid for ref in child["metadata"].get("ownerReferences") or [])
+
+
+def _left_by_namesake(child: dict[str, Any], experiment: manifests.Experiment) -> bool:
+    """Whether a child belongs to a deleted Experiment of the same name (two cannot coexist):
+    the garbage collector is removing it, so it is worth waiting for rather than a conflict."""
+    return any(ref.get("kind") == KIND and ref.get("name") == experiment.name and ref.get("uid") != experiment.uid
+               for ref in child["metadata"].get("ownerReferences") or [])
 
 
 def _conflict(kind: str, child: dict[str, Any]) -> str:
