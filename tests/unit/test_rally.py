@@ -120,6 +120,8 @@ def test_tls_without_ca_file_verifies_against_system_trust():
     ("http://127.0.0.1:9201/", ("127.0.0.1:9201", False)),
     ("https://es.example.com", ("es.example.com:443", True)),
     ("localhost:9200", ("localhost:9200", False)),
+    ("https://[fd00::12]:9200", ("[fd00::12]:9200", True)),
+    ("http://[::1]", ("[::1]:9200", False)),
 ])
 def test_target_host_and_scheme(url, expected):
     assert rally.target_host(url) == expected

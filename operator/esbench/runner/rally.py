@@ -94,7 +94,9 @@ def target_host(target_url: str) -> tuple[str, bool]:
     parts = urlsplit(target_url if "://" in target_url else f"http://{target_url}")
     use_ssl = parts.scheme == "https"
     port = parts.port or (443 if use_ssl else 9200)
-    return f"{parts.hostname}:{port}", use_ssl
+    # An IPv6 address keeps its brackets: Rally reads host:port as the netloc of a URL.
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    return f"{host}:{port}", use_ssl
 
 
 def client_options(
