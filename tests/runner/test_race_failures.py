@@ -66,3 +66,7 @@ def test_a_race_over_its_time_budget_is_stopped_with_all_its_rally_processes(clu
     run = race(slow, clusters.get(LATEST).url)
     assert_failed(run, FailureKind.RACE_TIMEOUT, "did not finish within rally.raceTimeoutSeconds (75s)")
     assert rally_processes(run.work_dir / "rally") == []
+    # What survives, as the README says: the node figures sampled until the stop, and the race.json
+    # Rally stored when the race began, without results (it computes them only at the end).
+    assert run.report.results.nodes and run.report.results.nodes[0].samples >= 2
+    assert run.report.race_json["track"] == "smoke" and "results" not in run.report.race_json
