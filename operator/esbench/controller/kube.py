@@ -157,6 +157,10 @@ class Kube:
         _create("ConfigMap", manifest, lambda: self.core.create_namespaced_config_map(
             manifest["metadata"]["namespace"], manifest))
 
+    def configmap_owners(self, namespace: str, name: str) -> list[dict[str, Any]]:
+        configmap = self.core.read_namespaced_config_map(name, namespace)
+        return [ref.to_dict() for ref in configmap.metadata.owner_references or []]
+
 
 def _absent_as_none(call):
     try:

@@ -257,9 +257,14 @@ class Reconciler:
         extra: dict[str, Any] = {}
         if report.race_json is not None:
             configmap = manifests.race_json_configmap(experiment, report.race_json)
+            name = configmap["metadata"]["name"]
             try:
                 self.kube.create_configmap(configmap)
-                extra["raceJsonConfigMap"] = configmap["metadata"]["name"]
+                # One of that name may be left from a deleted namesake: never point at another race's.
+                if any(ref.get("uid") == experiment.uid for ref in self.kube.configmap_owners(experiment.namespace, name)):
+                    extra["raceJsonConfigMap"] = name
+                else:
+                    self.emit(body, "Warning", "RaceJsonNotStored", f"ConfigMap {name} exists and is not this race's")
             except Rejected as rejected:  # the results in the status matter more than the full race.json
                 self.emit(body, "Warning", "RaceJsonNotStored", str(rejected))
         if report.results is not None:
