@@ -1,10 +1,12 @@
-"""Without ECK's CRDs an Experiment waits in Pending with a clear reason, and goes on once
-ECK is installed. A control plane of its own, started without the ECK CRD; all real."""
+"""Without ECK's CRDs an Experiment waits in Pending with a clear reason, goes on once ECK is
+installed, and fails after clusterReadyTimeoutSeconds if it never is; so does a sweep. A control
+plane of its own, started without the ECK CRD; all real."""
 
 from pathlib import Path
 
 import pytest
 
+from esbench.api import models
 from tests.support.controlplane import ControlPlane, eck_crd_path
 from tests.support.experiments import Apis, condition, create_experiment, wait_phase
 from tests.support.operator_process import OperatorProcess
@@ -22,6 +24,20 @@ def test_experiment_waits_for_eck_then_proceeds(bare_control_plane, tmp_path):
     namespace = bare_control_plane.create_namespace()
     operator = OperatorProcess(Path(bare_control_plane.kubeconfig_path), tmp_path / "operator.log").start()
     try:
+        # Created first: they give up after 30 s, while "early" goes on once ECK is installed.
+        create_experiment(apis, namespace, "never", rally={"clusterReadyTimeoutSeconds": 30})
+        apis.custom.create_namespaced_custom_object(models.GROUP, models.VERSION, namespace, models.SWEEP_PLURAL, {
+            "apiVersion": models.API_VERSION, "kind": models.SWEEP_KIND, "metadata": {"name": "never"},
+            "spec": {"template": {"elasticsearch": {"version": "8.15.3"}, "workload": {"track": "smoke"},
+                                  "rally": {"clusterReadyTimeoutSeconds": 30}}}})
+        failed = wait_phase(apis, namespace, "never", "Failed", timeout=90)
+        assert failed["status"]["reason"] == "EckNotInstalled" and "install ECK" in failed["status"]["message"]
+        sweep = wait_for(lambda: (s := apis.custom.get_namespaced_custom_object(
+            models.GROUP, models.VERSION, namespace, models.SWEEP_PLURAL, "never"))
+            and s.get("status", {}).get("phase") == "Failed" and s, 90, "the sweep to give up")
+        assert sweep["status"]["reason"] == "EckNotInstalled"
+        assert condition(sweep, "Complete")["status"] == "True"
+
         create_experiment(apis, namespace, "early")
         pending = wait_phase(apis, namespace, "early", "Pending")
         ready = condition(pending, "ClusterReady")

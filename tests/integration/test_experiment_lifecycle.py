@@ -100,6 +100,44 @@ def test_cluster_is_kept_when_cleanup_is_keep(apis, eck, standin_kubelet, namesp
     assert es_exists(eck, namespace, "keep")
 
 
+def test_keep_on_failure_deletes_the_cluster_of_a_race_that_succeeded(
+        apis, eck, standin_kubelet, namespace, operator, race_json):
+    run_to_benchmarking(apis, eck, namespace, "kof", rally={"cleanup": "KeepOnFailure"})
+    standin_kubelet.finish_job_pod(namespace, "kof-rally", runner_log(
+        RaceReport(succeeded=True, results=summarize(race_json), race_json=race_json)), exit_code=0)
+    wait_phase(apis, namespace, "kof", "Succeeded")
+    wait_for(lambda: not es_exists(eck, namespace, "kof"), what="cleanup of the cluster after success")
+
+
+def test_a_strangers_job_under_our_name_fails_the_experiment_and_is_left_alone(apis, eck, namespace, operator):
+    apis.batch.create_namespaced_job(namespace, {"metadata": {"name": "busy-rally"}, "spec": {"template": {"spec": {
+        "restartPolicy": "Never", "containers": [{"name": "c", "image": "stranger"}]}}}})
+    stranger_uid = apis.batch.read_namespaced_job("busy-rally", namespace).metadata.uid
+    create_experiment(apis, namespace, "busy")
+    wait_for(lambda: es_exists(eck, namespace, "busy"), what="the ECK Elasticsearch resource")
+    eck.make_ready(namespace, "busy")
+    failed = wait_phase(apis, namespace, "busy", "Failed")
+    assert failed["status"]["reason"] == "JobNameConflict"
+    wait_for(lambda: ("Warning", "JobNameConflict") in events(apis, namespace, "busy"),
+             what="the final Event, posted once the cleanup is decided")
+    assert apis.batch.read_namespaced_job("busy-rally", namespace).metadata.uid == stranger_uid
+
+
+def test_a_pod_gone_before_its_log_was_read_fails_as_results_unavailable(
+        apis, eck, standin_kubelet, namespace, operator, race_json):
+    run_to_benchmarking(apis, eck, namespace, "lost")
+    operator.kill()  # nobody reads the log while the pod ends and goes
+    pod = standin_kubelet.finish_job_pod(namespace, "lost-rally", runner_log(
+        RaceReport(succeeded=True, results=summarize(race_json), race_json=race_json)), exit_code=0)
+    wait_for(lambda: (j := job(apis, namespace, "lost")) and j.status.succeeded, what="the Job to complete")
+    apis.core.delete_namespaced_pod(pod, namespace, grace_period_seconds=0)
+    wait_for(lambda: not apis.core.list_namespaced_pod(namespace, label_selector="batch.kubernetes.io/job-name=lost-rally")
+             .items, what="the pod to be gone")
+    operator.start()
+    failed = wait_phase(apis, namespace, "lost", "Failed")
+    assert failed["status"]["reason"] == "ResultsUnavailable"
+
+
 def test_cluster_not_ready_before_the_timeout_fails_and_keep_on_failure_keeps_it(apis, eck, namespace, operator):
     create_experiment(apis, namespace, "slow", rally={"clusterReadyTimeoutSeconds": 30, "cleanup": "KeepOnFailure"})
     wait_for(lambda: es_exists(eck, namespace, "slow"), what="the ECK Elasticsearch resource")

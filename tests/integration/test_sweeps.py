@@ -182,6 +182,21 @@ def test_a_failed_run_is_retried_and_a_run_that_keeps_failing_leaves_partial_res
     assert [c["cell"] for c in row["cells"]] == ["c0"], "the baseline's results stay visible"
 
 
+def test_gates_pass_when_no_contender_is_significantly_worse(apis, eck, standin_kubelet, namespace, operator, race_json):
+    create_sweep(apis, namespace, "even", matrix=CODECS, repetitions=2,
+                 gates=[{"task": "index-append", "metric": "throughput.median", "maxRegressionPercent": 5}])
+    driver = Driver(apis, eck, standin_kubelet, namespace, race_json, "even")
+    even = {"c0": [1000.0, 1010.0], "c1": [1008.0, 1001.0]}
+    for _ in range(4):
+        child = driver.next_benchmarking()
+        labels = child["metadata"]["labels"]
+        driver.finish(child, even[labels["esbench.io/cell"]][int(labels["esbench.io/repetition"]) - 1])
+    done = driver.wait_done()
+    gates = condition(done, "GatesPassed")
+    assert (gates["status"], gates["reason"]) == ("True", "GatesPassed")
+    assert done["status"]["gates"][0]["result"] == "Passed"
+
+
 def test_runs_removed_by_the_templates_ttl_keep_their_results_and_are_not_started_again(
         apis, eck, standin_kubelet, namespace, operator, race_json):
     template = {**TEMPLATE, "rally": {"ttlSecondsAfterFinished": 0}}  # each run is deleted as it ends

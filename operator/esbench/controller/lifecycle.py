@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pydantic import ValidationError
@@ -54,18 +53,6 @@ class RetryLater(Exception):
     """The step cannot finish now (e.g. a log not readable yet); the next resync tries again."""
 
 
-def _now() -> datetime:
-    return datetime.now(UTC).replace(microsecond=0)
-
-
-def _timestamp(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _parse(timestamp: str) -> datetime:
-    return datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-
-
 class Reconciler:
     def __init__(self, kube: Kube, settings: Settings, emit: EventSink):
         self.kube = kube
@@ -86,7 +73,7 @@ class Reconciler:
                     self._expire(body)
                     return
                 message = "; ".join(e["msg"].removeprefix("Value error, ") for e in error.errors())
-                self._update(body, Phase.FAILED, "InvalidSpec", message, {"completionTime": _timestamp(_now())},
+                self._update(body, Phase.FAILED, "InvalidSpec", message, {"completionTime": status.now()},
                              (BENCHMARK_COMPLETE, False, "InvalidSpec", message))
                 self.emit(body, "Warning", "InvalidSpec", message)
                 return
@@ -109,7 +96,7 @@ class Reconciler:
 
     def _provision(self, body: dict[str, Any], experiment: manifests.Experiment) -> dict[str, Any]:
         current = body.get("status") or {}
-        started = current.get("startTime") or _timestamp(_now())
+        started = current.get("startTime") or status.now()
         if not experiment.owns_cluster:
             message = (f"Using Elasticsearch cluster {experiment.cluster}, which this Experiment does not own"
                        if experiment.cluster else f"Using the external cluster at {experiment.spec.target.external.url}")
@@ -123,7 +110,7 @@ class Reconciler:
         try:
             self.kube.create_elasticsearch(manifests.elasticsearch_manifest(experiment))
         except KindNotServed:
-            if self._past(started, experiment.spec.rally.cluster_ready_timeout_seconds):
+            if status.past(started, experiment.spec.rally.cluster_ready_timeout_seconds):
                 return self._finish(body, experiment, False, "EckNotInstalled", ECK_NOT_INSTALLED)
             if current.get("phase") != Phase.PENDING:
                 self.emit(body, "Warning", "EckNotInstalled", ECK_NOT_INSTALLED)
@@ -134,7 +121,7 @@ class Reconciler:
         es = self.kube.get_elasticsearch(experiment.namespace, experiment.cluster)
         if es is not None and not _owned(es, experiment):
             timeout = experiment.spec.rally.cluster_ready_timeout_seconds
-            if _left_by_namesake(es, experiment) and not self._past(started, timeout):
+            if _left_by_namesake(es, experiment) and not status.past(started, timeout):
                 message = (f"Waiting for Elasticsearch {experiment.cluster}, left by a deleted Experiment of the "
                            "same name, to be garbage-collected")
                 return self._update(body, Phase.PENDING, "PreviousClusterDeleting", message, {"startTime": started},
@@ -165,7 +152,7 @@ class Reconciler:
             verdict = readiness.readiness(es, accept_yellow=not experiment.owns_cluster)
         if not verdict.ready:
             started = body["status"]["startTime"]
-            if self._past(started, experiment.spec.rally.cluster_ready_timeout_seconds):
+            if status.past(started, experiment.spec.rally.cluster_ready_timeout_seconds):
                 timeout = experiment.spec.rally.cluster_ready_timeout_seconds
                 message = f"Cluster not ready after {timeout}s. {verdict.message}"
                 return self._finish(body, experiment, False, "ClusterNotReady", message)
@@ -181,7 +168,7 @@ class Reconciler:
         stale = self.kube.get_job(experiment.namespace, job["metadata"]["name"])
         if stale is not None and not _owned(stale, experiment):
             timeout = experiment.spec.rally.cluster_ready_timeout_seconds
-            if _left_by_namesake(stale, experiment) and not self._past(body["status"]["startTime"], timeout):
+            if _left_by_namesake(stale, experiment) and not status.past(body["status"]["startTime"], timeout):
                 return body  # the garbage collector is removing it; a resync creates ours after
             return self._finish(body, experiment, False, "JobNameConflict", _conflict("Job", stale))
         try:
@@ -190,7 +177,7 @@ class Reconciler:
             return self._finish(body, experiment, False, "JobRejected", str(rejected))
         message = f"{verdict.message}; Rally Job {job['metadata']['name']} started"
         self.emit(body, "Normal", "Benchmarking", message)
-        fields = {"clusterReadyTime": _timestamp(_now()), "jobName": job["metadata"]["name"]}
+        fields = {"clusterReadyTime": status.now(), "jobName": job["metadata"]["name"]}
         if verdict.version:
             fields["clusterVersion"] = verdict.version
         return self._update(
@@ -209,7 +196,7 @@ class Reconciler:
                 self.kube.create_elasticsearch(manifests.elasticsearch_manifest(experiment))
             except Rejected as rejected:
                 self._finish(body, experiment, False, "ClusterRejected", str(rejected))
-        elif self._past(body["status"]["startTime"], experiment.spec.rally.cluster_ready_timeout_seconds):
+        elif status.past(body["status"]["startTime"], experiment.spec.rally.cluster_ready_timeout_seconds):
             self._finish(body, experiment, False, "ClusterNotFound",
                          f"Elasticsearch {experiment.cluster} (spec.target.elasticsearchRef) does not exist "
                          f"in namespace {experiment.namespace}")
@@ -284,7 +271,7 @@ class Reconciler:
         if not ((body.get("status") or {}).get("clusterVersion")):  # never became ready
             conditions.append((CLUSTER_READY, False, reason, message))
         updated = self._update(
-            body, phase, reason, message, {"completionTime": _timestamp(_now()), **(extra or {})}, *conditions
+            body, phase, reason, message, {"completionTime": status.now(), **(extra or {})}, *conditions
         )
         self._release_cluster(body, experiment, succeeded)
         # Last: an Event that cannot be posted must not skip the cleanup, and whoever sees it
@@ -305,7 +292,7 @@ class Reconciler:
     def _expire(self, body: dict[str, Any]) -> None:
         ttl = body["spec"].get("rally", {}).get("ttlSecondsAfterFinished")
         completed = (body.get("status") or {}).get("completionTime")
-        if ttl is not None and completed and self._past(completed, ttl) and self._recorded_by_its_sweep(body):
+        if ttl is not None and completed and status.past(completed, ttl) and self._recorded_by_its_sweep(body):
             self.kube.delete_experiment(body["metadata"]["namespace"], body["metadata"]["name"])
 
     def _recorded_by_its_sweep(self, body: dict[str, Any]) -> bool:
@@ -325,7 +312,7 @@ class Reconciler:
     def _update(self, body, phase: Phase, reason: str, message: str, fields: dict[str, Any],
                 *conditions: tuple[str, bool, str, str]) -> dict[str, Any]:
         current = dict(body.get("status") or {})
-        now = _timestamp(_now())
+        now = status.now()
         generation = body["metadata"].get("generation")
         merged = current.get("conditions")
         for type_, ok, cond_reason, cond_message in conditions:
@@ -335,9 +322,6 @@ class Reconciler:
         self.kube.patch_experiment_status(body["metadata"]["namespace"], body["metadata"]["name"], patch)
         return {**body, "status": {**current, **patch}}
 
-    @staticmethod
-    def _past(since: str, seconds: int) -> bool:
-        return _now() >= _parse(since) + timedelta(seconds=seconds)
 
 
 def _owned(child: dict[str, Any], experiment: manifests.Experiment) -> bool:

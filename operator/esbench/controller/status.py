@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from esbench.api.models import Results
@@ -17,6 +18,17 @@ _SECRET_PATTERNS = [
     (re.compile(r"(?i)(password|passwd|secret|token|api[_-]?key|authorization)(\W{0,3}\s*[:=]\s*)\S+"), r"\1\2[redacted]"),
     (re.compile(r"(https?://)[^/\s:@]+:[^/\s@]+@"), r"\1[redacted]@"),
 ]
+
+
+def now() -> str:
+    """The current time as the API writes timestamps (seconds, UTC)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def past(since: str, seconds: float) -> bool:
+    """Whether `seconds` have gone by since the timestamp `since`."""
+    started = datetime.strptime(since, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    return datetime.now(UTC) >= started + timedelta(seconds=seconds)
 
 
 def with_condition(

@@ -21,7 +21,6 @@ from __future__ import annotations
 import functools
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import ValidationError
@@ -47,10 +46,6 @@ GATES_PASSED = "GatesPassed"
 NOT_RETRIED = {"InvalidSpec", "ClusterNameConflict", "JobNameConflict"}
 RUN_DELETED = "RunDeleted"
 MAX_LISTED_FAILURES = 20
-
-
-def _timestamp() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 # --- pure: where each run stands -----------------------------------------------------------
@@ -261,7 +256,7 @@ def status_report(plan: grid.Plan, states: list[Progress], run_groups: dict[str,
         message = f"{finished}/{len(states)} runs finished, {counts['running']} running"
     fields.update(phase=phase.value, reason=reason, message=message)
     if complete:
-        fields["completionTime"] = _timestamp()
+        fields["completionTime"] = status.now()
     conditions.append((COMPLETE, complete, reason, message))
     return StatusReport(fields, conditions, complete)
 
@@ -290,7 +285,7 @@ class SweepReconciler:
             except (ValidationError, grid.InvalidSweep) as error:
                 message = _message(error)
                 self._patch(body, {"phase": SweepPhase.FAILED.value, "reason": "InvalidSpec", "message": message,
-                                   "completionTime": _timestamp()},
+                                   "completionTime": status.now()},
                             (COMPLETE, True, "InvalidSpec", message))
                 self.emit(body, "Warning", "InvalidSpec", message)
                 return
@@ -324,11 +319,16 @@ class SweepReconciler:
         rows = cached[1] if cached and cached[0] == succeeded else comparison(plan, states, spec)
         self._comparisons[sweep.uid] = (succeeded, rows)
         report = status_report(plan, states, run_groups, clusters, spec, rows)
+        started = (body.get("status") or {}).get("startTime") or status.now()
+        report.fields["startTime"] = started
         if not_started and not report.complete:  # e.g. no ECK: say so rather than "0/4 runs finished"
+            # Like an Experiment's cluster, what the sweep waits for may take clusterReadyTimeoutSeconds.
+            give_up = status.past(started, max(cell.spec["rally"]["clusterReadyTimeoutSeconds"] for cell in plan.cells))
             report.fields.update(reason=not_started[0], message=not_started[1])
-            report.conditions[-1] = (COMPLETE, False, *not_started)
-        if not (body.get("status") or {}).get("startTime"):
-            report.fields["startTime"] = _timestamp()
+            if give_up:
+                report.fields.update(phase=SweepPhase.FAILED.value, completionTime=status.now())
+                report.complete = True
+            report.conditions[-1] = (COMPLETE, give_up, *not_started)
         self._patch(body, report.fields, *report.conditions)
         if report.complete:
             self._comparisons.pop(sweep.uid)
@@ -371,7 +371,7 @@ class SweepReconciler:
         current = body.get("status") or {}
         generation = body["metadata"].get("generation")
         merged = current.get("conditions")
-        now = _timestamp()
+        now = status.now()
         for type_, ok, reason, message in conditions:
             merged = status.with_condition(merged, type_, ok, reason, message, now, generation)
         patch = {**fields, "observedGeneration": generation, "conditions": merged}
