@@ -153,13 +153,10 @@ class Kube:
     def pod_log(self, namespace: str, pod_name: str) -> str:
         return self.core.read_namespaced_pod_log(pod_name, namespace, container=RALLY_CONTAINER)
 
-    def create_configmap(self, manifest: dict[str, Any]) -> None:
-        _create("ConfigMap", manifest, lambda: self.core.create_namespaced_config_map(
+    def create_configmap(self, manifest: dict[str, Any]) -> bool:
+        """Whether it was created now (False: one of that name existed already)."""
+        return _create("ConfigMap", manifest, lambda: self.core.create_namespaced_config_map(
             manifest["metadata"]["namespace"], manifest))
-
-    def configmap_owners(self, namespace: str, name: str) -> list[dict[str, Any]]:
-        configmap = self.core.read_namespaced_config_map(name, namespace)
-        return [ref.to_dict() for ref in configmap.metadata.owner_references or []]
 
 
 def _absent_as_none(call):
@@ -171,14 +168,16 @@ def _absent_as_none(call):
         raise
 
 
-def _create(kind: str, manifest: dict[str, Any], call) -> None:
-    """Create; one that exists already (a retry, a restart) is kept. A client error other than
-    throttling is final: Rejected. Server errors and timeouts propagate, to be tried again."""
+def _create(kind: str, manifest: dict[str, Any], call) -> bool:
+    """Create, and say whether it was; one that exists already (a retry, a restart) is kept. A
+    client error other than throttling is final: Rejected. Server errors and timeouts propagate,
+    to be tried again."""
     try:
         call()
+        return True
     except ApiException as error:
         if error.status == 409:
-            return
+            return False
         if error.status is not None and 400 <= error.status < 500 and error.status != 429:
             raise Rejected(kind, manifest["metadata"]["name"], error) from error
         raise

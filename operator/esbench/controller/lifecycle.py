@@ -246,12 +246,13 @@ class Reconciler:
             configmap = manifests.race_json_configmap(experiment, report.race_json)
             name = configmap["metadata"]["name"]
             try:
-                self.kube.create_configmap(configmap)
-                # One of that name may be left from a deleted namesake: never point at another race's.
-                if any(ref.get("uid") == experiment.uid for ref in self.kube.configmap_owners(experiment.namespace, name)):
+                # One of that name may be a deleted namesake's: never point at another race's. (The
+                # operator may not read ConfigMaps; after a crash right here the reference is lost,
+                # not the results.)
+                if self.kube.create_configmap(configmap):
                     extra["raceJsonConfigMap"] = name
                 else:
-                    self.emit(body, "Warning", "RaceJsonNotStored", f"ConfigMap {name} exists and is not this race's")
+                    self.emit(body, "Warning", "RaceJsonNotStored", f"ConfigMap {name} exists already")
             except Rejected as rejected:  # the results in the status matter more than the full race.json
                 self.emit(body, "Warning", "RaceJsonNotStored", str(rejected))
         if report.results is not None:
