@@ -64,6 +64,7 @@ EXTRA = [
     # Accepted ones: the stored object must match too (defaults, pruned nulls, free-form params).
     ("null is pruned", with_spec("index.codec", None)),
     ("free-form track params", with_spec("workload.trackParams", {"a": {"b": [1, None]}})),
+    ("fractional target throughput", with_spec("workload", {"track": "range-queries", "load": {"targetThroughput": 2.5}})),
     ("duplicate roles are allowed", with_spec("elasticsearch.nodeSets", [{"name": "a", "count": 1, "roles": ["data", "data"]}])),
     ("valid", copy.deepcopy(VALID)),
 ]

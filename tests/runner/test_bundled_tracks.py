@@ -7,6 +7,8 @@ whole. One full race (smoke) checks the non-test-mode path and real percentiles.
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from esbench.api import models
@@ -95,6 +97,32 @@ def test_range_and_terms_queries_of_range_queries_track_match_the_same_documents
         overlap = {"bool": {"filter": [{"range": {"start_year": {"lte": last}}}, {"range": {"end_year": {"gte": first}}}]}}
         in_decades = {"terms": {"decades": [str(d) for d in range(first, last + 1, 10)]}}
         assert 0 < hits(overlap) == hits(in_decades) < DOC_COUNT
+
+
+def test_fixed_rates_are_held_and_each_task_gets_the_node_cpu_of_its_own_window(clusters, race):
+    """workload.load drives Rally's schedule; task windows come from Rally's log, and a task at a
+    low fixed rate costs less node CPU than the same kind of query back to back in the same race.
+    Not in test mode: Rally's test mode drops target throughputs and shortens time periods."""
+    cluster = clusters.get(LATEST)
+    rates = {"range-1950s": 4, "terms-1950s": 20}
+    run = race(spec("range-queries", index={}, test_mode=False, trackParams={"doc_count": 5000},
+                    load={"taskTargetThroughputs": rates, "timePeriodSeconds": 6, "warmupTimePeriodSeconds": 1}),
+               cluster.url)
+    assert run.exit_code == 0, run.output
+    tasks = {t.task: t for t in run.report.results.tasks}
+    for name, rate in rates.items():
+        assert tasks[name].throughput.median == pytest.approx(rate, rel=0.05), name  # the stated tolerance: 5 %
+        assert tasks[name].latency.p50 >= tasks[name].service_time.p50
+    ordered = sorted(tasks.values(), key=lambda t: t.start)
+    for earlier, later in itertools.pairwise(ordered):
+        assert earlier.end <= later.start, (earlier.task, later.task)
+    for name in ("range-1950s", "terms-1950s", "range-1900-1989", "terms-1900-1989"):
+        # 1 s of warm-up and 6 s measured, as Rally logged it.
+        assert 7 <= tasks[name].resources.seconds < 8, name
+    busy, idle = tasks["range-1900-1989"].resources, tasks["range-1950s"].resources
+    assert idle.process_cpu_percent < busy.process_cpu_percent / 2, (idle, busy)
+    assert busy.process_cpu_ms > 0 and busy.heap_used_bytes > 0 and busy.io_read_bytes is not None
+    assert (run.work_dir / "node-stats.json").exists()
 
 
 def test_best_compression_stores_the_same_corpus_in_less_space_than_default(clusters, race):

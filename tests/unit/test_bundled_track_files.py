@@ -27,8 +27,24 @@ def test_a_bundled_track_accepts_the_params_esbench_derives_from_the_spec(track)
 @pytest.mark.parametrize("track", models.BUNDLED_TRACKS)
 def test_a_bundled_track_has_a_readme_listing_its_parameters(track):
     readme = (TRACKS_DIR / track / "README.md").read_text()
-    for param in (*STANDARD_PARAMS, "doc_count", "seed"):
+    load = LOAD_PARAMS if track in models.LOAD_TRACKS else ()
+    for param in (*STANDARD_PARAMS, "doc_count", "seed", *load):
         assert f"`{param}`" in readme
+
+
+LOAD_PARAMS = tuple(models.Load(target_throughput=1, task_target_throughputs={}, clients=1, time_period_seconds=1,
+                                warmup_time_period_seconds=1).track_params())
+
+
+@pytest.mark.parametrize("track", models.BUNDLED_TRACKS)
+def test_the_load_settings_drive_every_search_task_of_the_tracks_that_take_them(track):
+    text = (TRACKS_DIR / track / "track.json").read_text()
+    assert ('rally.collect(parts="../search-load.j2")' in text) == (track in models.LOAD_TRACKS)
+    if track in models.LOAD_TRACKS:
+        assert '"operation-type": "search"' not in text.split("search_load(")[-1], "a search task without search_load"
+        assert "iterations" not in text and "search_clients" not in text  # only through search-load.j2
+    shared = (TRACKS_DIR / "search-load.j2").read_text()
+    assert all(param in shared for param in LOAD_PARAMS)
 
 
 @pytest.mark.parametrize("track", models.BUNDLED_TRACKS)

@@ -28,6 +28,18 @@ def test_track_params_may_not_repeat_index_fields(index, params, expected):
         ExperimentSpec.model_validate(spec(index=index, track_params=params))
 
 
+@pytest.mark.parametrize("load, param", [
+    ({"targetThroughput": 10}, "target_throughput"),
+    ({"taskTargetThroughputs": {"range-1950s": 5}}, "target_throughputs"),
+    ({"clients": 4}, "search_clients"),
+    ({"timePeriodSeconds": 60}, "search_time_period"),
+])
+def test_track_params_may_not_repeat_the_load_settings(load, param):
+    body = {**BASE, "workload": {"track": "range-queries", "load": load, "trackParams": {param: 1}}}
+    with pytest.raises(ValidationError, match=rf"workload\.trackParams\.{param} conflicts with workload\.load"):
+        ExperimentSpec.model_validate(body)
+
+
 def test_track_params_alone_are_fine():
     parsed = ExperimentSpec.model_validate(spec(track_params={"number_of_shards": 3, "bulk_size": 500}))
     assert parsed.workload.track_params == {"number_of_shards": 3, "bulk_size": 500}

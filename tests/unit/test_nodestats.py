@@ -1,7 +1,12 @@
 """_nodes/stats samples -> per-node figures (api.NodeSample)."""
 
-from esbench.runner import nodestats
+import json
+
+from esbench.runner import nodestats, taskwindows
+from tests.support.result_files import FIXTURES
 from tests.support.waiting import wait_for
+
+FIXED_RATE = FIXTURES / "8.7.1-range-queries-fixed-rate"
 
 
 def sample(cpu, os_cpu, heap, young, index_total, query_total, node_id="n1", name="es-0"):
@@ -62,3 +67,68 @@ def test_the_sampler_keeps_answers_and_skips_failures():
     wait_for(lambda: len(sampler.samples) >= 3, timeout=10, what="three answers after the failure", interval=0.01)
     samples = sampler.stop()
     assert len(samples) >= 3 and sampler.errors == 1
+
+
+# --- per task: counters at the window's ends, gauges inside it --------------------------------
+
+def timed(at, cpu_ms, heap=0, read_kb=0, young_ms=0, node_id="n1"):
+    return {nodestats.SAMPLED_AT: at, "nodes": {node_id: {
+        "name": node_id,
+        "process": {"cpu": {"total_in_millis": cpu_ms}},
+        "jvm": {"mem": {"heap_used_in_bytes": heap},
+                "gc": {"collectors": {"young": {"collection_time_in_millis": young_ms},
+                                      "old": {"collection_time_in_millis": 0}}}},
+        "fs": {"io_stats": {"total": {"read_kilobytes": read_kb, "read_operations": read_kb // 4,
+                                      "write_kilobytes": 0}}},
+    }}}
+
+
+def test_counters_are_interpolated_at_the_window_ends_and_cpu_percent_is_per_processor():
+    samples = [timed(0, 0, heap=100, read_kb=0), timed(5, 5000, heap=300, read_kb=400, young_ms=50),
+               timed(10, 10000, heap=500, read_kb=400, young_ms=50)]
+    window = taskwindows.TaskWindow("t", 2.5, 7.5)
+    figures = nodestats.task_resources(samples, window, {"n1": 2})
+    assert figures.seconds == 5 and figures.nodes == 1
+    assert figures.process_cpu_ms == 5000  # 1 core busy for 5 s...
+    assert figures.process_cpu_percent == 50 == figures.process_cpu_percent_max  # ...of 2 processors
+    assert figures.heap_used_bytes == 300  # only the sample inside the window
+    assert figures.io_read_bytes == 200 * 1024 and figures.io_read_operations == 50
+    assert figures.gc_time_ms == 25 and figures.io_write_bytes == 0
+
+
+def test_nodes_are_summed_or_averaged_and_the_busiest_node_is_named_by_its_figure():
+    samples = [{nodestats.SAMPLED_AT: at, "nodes": {**timed(at, cpu_a)["nodes"], **timed(at, cpu_b, node_id="n2")["nodes"]}}
+               for at, cpu_a, cpu_b in ((0, 0, 0), (10, 2000, 8000))]
+    figures = nodestats.task_resources(samples, taskwindows.TaskWindow("t", 0, 10), {"n1": 1, "n2": 1})
+    assert figures.nodes == 2 and figures.process_cpu_ms == 10000
+    assert figures.process_cpu_percent == 50 and figures.process_cpu_percent_max == 80
+
+
+def test_a_window_outside_the_sampled_span_or_without_processors_leaves_figures_unknown():
+    samples = [timed(10, 0), timed(20, 1000)]
+    early = nodestats.task_resources(samples, taskwindows.TaskWindow("early", 5, 15), {"n1": 2})
+    assert early.process_cpu_ms is None and early.process_cpu_percent is None  # no sample before 5
+    assert early.heap_used_bytes == 0  # the gauge sampled at 10 is inside
+    assert nodestats.task_resources(samples, taskwindows.TaskWindow("late", 30, 40), {"n1": 2}) is None
+    unknown_processors = nodestats.task_resources(samples, taskwindows.TaskWindow("t", 10, 20), {})
+    assert unknown_processors.process_cpu_ms == 1000 and unknown_processors.process_cpu_percent is None
+
+
+def test_a_restarted_node_gives_no_cpu_figure_rather_than_a_negative_one():
+    samples = [timed(0, 9000), timed(10, 100)]
+    assert nodestats.task_resources(samples, taskwindows.TaskWindow("t", 0, 10), {"n1": 1}).process_cpu_ms is None
+
+
+def test_on_a_real_race_a_task_at_5_ops_costs_less_cpu_than_the_same_query_back_to_back():
+    """The fixed-rate fixture: range-1950s at 5 ops/s, terms-1950s at 50 ops/s, the nine-decade
+    queries back to back, on one 2-processor node (tests/fixtures/race/README.md)."""
+    samples = json.loads((FIXED_RATE / "node-stats.json").read_text())
+    processors = nodestats.processors(json.loads((FIXED_RATE / "processors.json").read_text()))
+    windows = taskwindows.parse((FIXED_RATE / "rally.log").read_text())
+    cpu = {name: nodestats.task_resources(samples, windows[name], processors).process_cpu_percent
+           for name in ("range-1950s", "terms-1950s", "range-1900-1989", "terms-1900-1989")}
+    assert processors == {"dPAHf6Y3Rbu2WJQnQwA_AQ": 2}
+    assert 0 < cpu["range-1950s"] < cpu["terms-1950s"] < cpu["range-1900-1989"]
+    assert cpu["range-1950s"] < 25 and cpu["range-1900-1989"] > 40
+    indexing = nodestats.task_resources(samples, windows["index-append"], processors)
+    assert indexing.io_write_bytes > 0 and indexing.process_cpu_percent > cpu["range-1950s"]

@@ -47,6 +47,16 @@ def test_user_track_params_pass_through_beside_the_index_section():
     }
 
 
+def test_load_settings_become_the_bundled_tracks_search_params():
+    spec = make_spec(track="range-queries", trackParams={"doc_count": 500}, load={
+        "targetThroughput": 20, "taskTargetThroughputs": {"range-1950s": 5.5}, "clients": 4,
+        "timePeriodSeconds": 60, "warmupTimePeriodSeconds": 5})
+    assert rally.track_params(spec, data_nodes=3) == {
+        "doc_count": 500, "target_throughput": 20, "target_throughputs": {"range-1950s": 5.5}, "search_clients": 4,
+        "search_time_period": 60, "search_warmup_time_period": 5,
+    }
+
+
 def test_user_index_settings_alone_are_passed_unchanged():
     spec = make_spec(trackParams={"index_settings": {"index.translog.durability": "async"}})
     assert rally.track_params(spec, 3) == {"index_settings": {"index.translog.durability": "async"}}

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from esbench.api import models
-from esbench.runner import results
+from esbench.runner import nodestats, race, results, taskwindows
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "race"
 
@@ -81,3 +81,20 @@ def test_figures_rally_could_not_collect_are_left_out():
 def test_the_summary_is_valid_status_material():
     summary = results.summarize(load("8.7.1-smoke-success.json"))
     assert models.Results.model_validate(summary.to_wire()) == summary
+
+
+def test_each_task_gets_its_window_from_rallys_log_and_what_the_nodes_spent_in_it():
+    """The fixed-rate fixture (race.json, rally.log, node-stats.json of one real race)."""
+    folder = FIXTURES / "8.7.1-range-queries-fixed-rate"
+    summary = results.summarize(json.loads((folder / "race.json").read_text()))
+    windows = taskwindows.parse((folder / "rally.log").read_text())
+    processors = nodestats.processors(json.loads((folder / "processors.json").read_text()))
+    race.attribute_to_tasks(summary, windows, json.loads((folder / "node-stats.json").read_text()), processors)
+    tasks = {t.task: t for t in summary.tasks}
+    assert tasks["range-1950s"].start == "2026-11-23T00:57:11.332Z" and tasks["range-1950s"].end == "2026-11-23T00:57:21.348Z"
+    assert all(t.resources and t.resources.nodes == 1 and t.resources.process_cpu_ms > 0 for t in summary.tasks)
+    # Rally held the fixed rates: 5 and 50 ops/s asked, the median within 2 %.
+    assert tasks["range-1950s"].throughput.median == pytest.approx(5, rel=0.02)
+    assert tasks["terms-1950s"].throughput.median == pytest.approx(50, rel=0.02)
+    # Queueing shows as latency above service time; at 5 ops/s a request never waits for the previous one.
+    assert tasks["range-1950s"].latency.p50 >= tasks["range-1950s"].service_time.p50

@@ -283,3 +283,17 @@ def test_status_report_sets_gates_passed_only_when_it_can_say():
     assert [c[0] for c in running.conditions] == ["Complete"], "no verdict while the sweep runs"
     done = report_for(p, [child("c0", 1, "Succeeded"), child("c1", 1, "Succeeded")], gates=gate)
     assert done.conditions[0][:3] == ("GatesPassed", False, "GateFailed"), "no comparison: no pass"
+
+
+def cpu_results(*percents: float) -> list[models.Results]:
+    return [models.Results(tasks=[models.TaskResult(
+        task="range-1950s", resources=models.TaskResources(seconds=60, nodes=1, process_cpu_percent=p))])
+        for p in percents]
+
+
+def test_a_gate_on_the_node_cpu_of_one_task_fails_when_that_task_costs_more_cpu():
+    rows = stats.compare_cells({"c0": cpu_results(20, 21, 19, 20.5, 19.5), "c1": cpu_results(80, 81, 79, 80.5, 79.5)},
+                               "c0", stats.Test.WELCH_T)
+    gate = models.Gate(task="range-1950s", metric="process_cpu.percent", max_regression_percent=50)
+    [verdict] = sweeps.gate_results([gate], rows, "c0", complete=True)
+    assert verdict["result"] == "Failed" and "c1 +300.0%" in verdict["message"]

@@ -7,7 +7,7 @@ terminal table is drawn in cli/commands.py.
 
 Every figure is Rally's (or the node sampler's) unchanged; a difference is marked better or
 worse by the metric's direction: throughput higher is better; latency, service time, times,
-sizes, segment counts, error rates and CPU lower is better.
+sizes, segment counts, error rates, CPU and I/O lower is better.
 """
 
 from __future__ import annotations
@@ -62,6 +62,28 @@ TASK_METRICS: list[tuple[Metric, Callable[[models.TaskResult], tuple[float | Non
     ],
     # Rally reports a fraction (0.0-1.0); shown as such, with the unit saying so.
     (Metric("error_rate", "error rate", LOWER, "fraction"), lambda t: (t.error_rate, None)),
+]
+
+
+def _resource(attribute: str) -> Callable[[models.TaskResult], tuple[float | None, str | None]]:
+    return lambda t: (getattr(t.resources, attribute), None) if t.resources else (None, None)
+
+
+# What the nodes spent while the task ran (its window in Rally's log; models.TaskResources).
+TASK_METRICS += [
+    (Metric(key, label, LOWER, unit), _resource(attribute))
+    for key, label, unit, attribute in (
+        ("process_cpu.percent", "node CPU", "%", "process_cpu_percent"),
+        ("process_cpu.max_node_percent", "busiest node CPU", "%", "process_cpu_percent_max"),
+        ("process_cpu.time", "node CPU time", "ms", "process_cpu_ms"),
+        ("cgroup_cpu.time", "container CPU time", "ms", "cgroup_cpu_ms"),
+        ("os_cpu.percent", "host CPU", "%", "os_cpu_percent"),
+        ("heap_used.mean", "heap used", "bytes", "heap_used_bytes"),
+        ("gc.time", "GC time", "ms", "gc_time_ms"),
+        ("io.read_bytes", "disk read", "bytes", "io_read_bytes"),
+        ("io.read_operations", "disk reads", "operations", "io_read_operations"),
+        ("io.write_bytes", "disk written", "bytes", "io_write_bytes"),
+    )
 ]
 
 CLUSTER_METRICS: list[tuple[Metric, str]] = [

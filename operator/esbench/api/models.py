@@ -135,6 +135,33 @@ class OnError(str, Enum):
     CONTINUE = "continue"
 
 
+# Bundled tracks whose search tasks take workload.load (tracks/search-load.j2).
+LOAD_TRACKS = ("source-filtering", "range-queries", "codec-search")
+
+
+class Load(Model):
+    """How a bundled track's search tasks are driven, as Rally drives any task: clients, a target
+    throughput (Rally's deterministic schedule: a fixed rate, not back to back) and a time
+    period. For other tracks, set the track's own parameters in workload.trackParams."""
+
+    target_throughput: float | None = Field(default=None, gt=0)  # ops/s, every search task
+    task_target_throughputs: dict[str, float] | None = None  # ops/s by task name; wins over targetThroughput
+    clients: int | None = Field(default=None, ge=1)
+    time_period_seconds: int | None = Field(default=None, ge=1)  # else the track's iterations
+    warmup_time_period_seconds: int | None = Field(default=None, ge=0)
+
+    def track_params(self) -> dict[str, Any]:
+        """The bundled tracks' parameters for these settings (tracks/search-load.j2)."""
+        params = {
+            "target_throughput": self.target_throughput,
+            "target_throughputs": self.task_target_throughputs,
+            "search_clients": self.clients,
+            "search_time_period": self.time_period_seconds,
+            "search_warmup_time_period": self.warmup_time_period_seconds,
+        }
+        return {name: value for name, value in params.items() if value is not None}
+
+
 class Workload(Model):
     track: str
     source: TrackSource = TrackSource.BUNDLED
@@ -145,6 +172,7 @@ class Workload(Model):
     exclude_tasks: list[str] | None = None
     test_mode: bool = False
     on_error: OnError = OnError.ABORT
+    load: Load | None = None
 
 
 # --- spec.rally -----------------------------------------------------------------------
@@ -181,7 +209,7 @@ class ExperimentSpec(Model):
         return self
 
     @model_validator(mode="after")
-    def _track_params_do_not_repeat_index_settings(self) -> ExperimentSpec:
+    def _track_params_do_not_repeat_the_spec(self) -> ExperimentSpec:
         # The CRD cannot check this (track params are free-form JSON, out of CEL's reach),
         # so the operator reports it as InvalidSpec and local mode rejects it up front.
         params = self.workload.track_params or {}
@@ -193,15 +221,14 @@ class ExperimentSpec(Model):
                 "index_settings" in params
                 and (index.codec is not None or index.refresh_interval is not None or index.settings is not None),
                 "index_settings",
-                "index.codec/refreshInterval/settings",
+                "index.codec/refreshInterval/settings (Rally's index_settings replaces a track's default index settings)",
             ),
         ]
+        load = self.workload.load.track_params() if self.workload.load else {}
+        conflicts += [(param in params, param, "workload.load") for param in load]
         for conflict, param, field in conflicts:
             if conflict:
-                raise ValueError(
-                    f"workload.trackParams.{param} conflicts with {field}: set it in one place only "
-                    "(Rally's index_settings replaces a track's default index settings)"
-                )
+                raise ValueError(f"workload.trackParams.{param} conflicts with {field}: set it in one place only")
         return self
 
 
@@ -234,6 +261,28 @@ class Throughput(Model):
     unit: str | None = None
 
 
+class TaskResources(Model):
+    """What the cluster's nodes spent while one task ran (its window in Rally's log).
+
+    CPU and I/O come from counters read at the window's ends (interpolated between samples),
+    so they hold for short tasks too; os CPU and heap are gauges, averaged over the samples
+    inside the window. Sums and means are over the cluster's nodes.
+    """
+
+    seconds: float  # the window's length
+    nodes: int
+    process_cpu_percent: float | None = None  # mean over nodes: 100 * CPU time / (window * processors)
+    process_cpu_percent_max: float | None = None  # the busiest node
+    process_cpu_ms: float | None = None  # sum over nodes
+    cgroup_cpu_ms: float | None = None  # the containers' CPU (cgroup cpuacct), where Elasticsearch sees one
+    os_cpu_percent: float | None = None  # mean over nodes and samples: the whole host, not only Elasticsearch
+    heap_used_bytes: float | None = None  # mean over nodes and samples
+    gc_time_ms: float | None = None  # young + old collections, sum over nodes
+    io_read_bytes: float | None = None  # the data paths' block devices (fs.io_stats; Linux only), sum over nodes
+    io_read_operations: float | None = None
+    io_write_bytes: float | None = None
+
+
 class TaskResult(Model):
     task: str
     operation: str | None = None
@@ -242,6 +291,9 @@ class TaskResult(Model):
     service_time: Percentiles | None = None
     error_rate: float | None = None
     duration: float | None = None  # ms, as Rally reports it
+    start: str | None = None  # RFC 3339, from Rally's log: the first worker starting the task
+    end: str | None = None  # the last worker finishing it (warm-up included in between)
+    resources: TaskResources | None = None
 
 
 class ClusterResult(Model):
@@ -277,6 +329,9 @@ class NodeSample(Model):
     gc_old_time_ms: int | None = None
     indexing_total: int | None = None
     search_query_total: int | None = None
+    process_cpu_ms: int | None = None
+    io_read_bytes: int | None = None
+    io_write_bytes: int | None = None
 
 
 class Results(Model):

@@ -247,7 +247,9 @@ def schema_errors(value: Any, schema: dict[str, Any], path: str | None) -> list[
         supported = ", ".join(_go_value(v) for v in schema["enum"])
         errors.append(FieldError(path, "NotSupported", f"Unsupported value: {_go_value(value)}: supported values: {supported}"))
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if "minimum" in schema and value < schema["minimum"]:
+        if "minimum" in schema and schema.get("exclusiveMinimum") and value <= schema["minimum"]:
+            errors.append(_invalid(path, value, f"{path} in body should be greater than {_go_value(schema['minimum'])}"))
+        elif "minimum" in schema and value < schema["minimum"]:
             errors.append(_invalid(path, value, f"{path} in body should be greater than or equal to {_go_value(schema['minimum'])}"))
         if "maximum" in schema and value > schema["maximum"]:
             errors.append(_invalid(path, value, f"{path} in body should be less than or equal to {_go_value(schema['maximum'])}"))

@@ -108,22 +108,31 @@ class RichProgress:
 
 def results_tables(results: models.Results) -> list[Table]:
     """One Experiment's figures: per task, then the cluster and its nodes."""
-    units = {t.latency.unit for t in results.tasks if t.latency and t.latency.unit}
+    units = {p.unit for t in results.tasks for p in (t.latency, t.service_time) if p and p.unit}
     unit = units.pop() if len(units) == 1 else None  # Rally reports latency in ms
     tasks = Table(title="Tasks", title_justify="left", caption_justify="left",
-                  caption="throughput: median" + (f"; latency in {unit}" if unit else ""))
+                  caption="throughput: median" + (f"; latency and service time in {unit}" if unit else "")
+                  + "; latency counts from when a request was due (fixed rate), service time from when it was sent"
+                  + "; CPU and disk read: the nodes while the task ran")
     tasks.add_column("task", no_wrap=True)
     tasks.add_column("throughput", justify="right", no_wrap=True)
-    for p in ("p50", "p90", "p99", "p100"):
-        tasks.add_column(f"latency {p}" if p == "p50" else p, justify="right", no_wrap=True)
+    for p in ("p50", "p99"):
+        tasks.add_column(f"latency {p}", justify="right", no_wrap=True)
+        tasks.add_column(f"service {p}", justify="right", no_wrap=True)
     tasks.add_column("errors", justify="right", no_wrap=True)
+    tasks.add_column("node CPU", justify="right", no_wrap=True)
+    tasks.add_column("disk read", justify="right", no_wrap=True)
     for t in results.tasks:
-        latency = t.latency or models.Percentiles()
+        latency, service = t.latency or models.Percentiles(), t.service_time or models.Percentiles()
+        resources = t.resources or models.TaskResources(seconds=0, nodes=0)
         tasks.add_row(
             t.task,
             format_value(t.throughput.median, t.throughput.unit) if t.throughput else "–",
-            *[format_value(getattr(latency, p), None if unit else latency.unit) for p in ("p50", "p90", "p99", "p100")],
+            *[format_value(getattr(timing, p), None if unit else timing.unit)
+              for p in ("p50", "p99") for timing in (latency, service)],
             format_value(t.error_rate, "fraction"),
+            format_value(resources.process_cpu_percent, "%"),
+            format_value(resources.io_read_bytes, "bytes"),
         )
     tables = [tasks]
     measured = [m for m in compare.measurements(results) if m.section != Section.TASK and m.value is not None]

@@ -1,35 +1,47 @@
-"""Per-node CPU, heap, GC and request counters sampled from `_nodes/stats` during a race.
+"""Per-node CPU, heap, GC, I/O and request counters sampled from `_nodes/stats` during a race.
 
 Rally's race.json has no CPU figures for a cluster it did not provision, and CPU is often the
-first question ("was it CPU-bound?"). A background thread polls every couple of seconds;
-`summarize` turns the samples into models.NodeSample (pure).
+first question ("was it CPU-bound?"). A background thread polls every couple of seconds and
+stamps each answer with the local time it was read; `summarize` turns the samples into
+models.NodeSample over the whole race, `task_resources` into models.TaskResources over one
+task's window (both pure).
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 import threading
+import time
 from collections.abc import Callable
 from itertools import pairwise
 from typing import Any
 
 from esbench.api import models
+from esbench.runner.taskwindows import TaskWindow
 
 STATS_PATH = (
-    "_nodes/stats/jvm,os,process,indices?filter_path="
+    "_nodes/stats/jvm,os,process,indices,fs?filter_path="
     + ",".join(
         f"nodes.*.{p}"
         for p in (
             "name",
             "os.cpu.percent",
+            "os.cgroup.cpuacct.usage_nanos",
             "process.cpu.percent",
+            "process.cpu.total_in_millis",
             "jvm.mem.heap_used_in_bytes",
             "jvm.gc.collectors",
             "indices.indexing.index_total",
             "indices.search.query_total",
+            "fs.io_stats.total",
         )
     )
 )
+# Processors as the JVM sees them (container limits included): what process.cpu.percent is relative to.
+PROCESSORS_PATH = "_nodes/os?filter_path=nodes.*.os.available_processors"
+# The local time (seconds since the epoch) a sample was read, added to Elasticsearch's answer.
+SAMPLED_AT = "sampled_at"
 
 
 class Sampler:
@@ -49,7 +61,10 @@ class Sampler:
     def _run(self) -> None:
         while True:
             try:
-                self.samples.append(self._fetch())
+                asked = time.time()
+                answer = self._fetch()
+                # The node read its counters somewhere between question and answer.
+                self.samples.append({**answer, SAMPLED_AT: (asked + time.time()) / 2})
             except Exception:
                 self.errors += 1
             if self._stop.wait(self._interval):
@@ -123,6 +138,117 @@ def summarize(samples: list[dict[str, Any]]) -> list[models.NodeSample]:
                 gc_old_time_ms=_increase(stats, "jvm.gc.collectors.old.collection_time_in_millis"),
                 indexing_total=_increase(stats, "indices.indexing.index_total"),
                 search_query_total=_increase(stats, "indices.search.query_total"),
+                process_cpu_ms=_increase(stats, "process.cpu.total_in_millis"),
+                io_read_bytes=_kilobytes(_increase(stats, "fs.io_stats.total.read_kilobytes")),
+                io_write_bytes=_kilobytes(_increase(stats, "fs.io_stats.total.write_kilobytes")),
             )
         )
     return result
+
+
+def _kilobytes(value: Any) -> Any:  # int stays int, float float, None None
+    return None if value is None else value * 1024
+
+
+def processors(answer: dict[str, Any]) -> dict[str, int]:
+    """Node id -> available processors, from the answer to PROCESSORS_PATH."""
+    return {
+        node_id: count
+        for node_id, info in (answer.get("nodes") or {}).items()
+        if isinstance(count := _get(info, "os.available_processors"), int) and count > 0
+    }
+
+
+def _series(samples: list[dict[str, Any]], node_id: str, path: str) -> list[tuple[float, float]]:
+    return [
+        (sample[SAMPLED_AT], float(value))
+        for sample in samples
+        if SAMPLED_AT in sample and isinstance(value := _get((sample.get("nodes") or {}).get(node_id, {}), path), (int, float))
+    ]
+
+
+def _at(series: list[tuple[float, float]], when: float) -> float | None:
+    """A counter's value at a moment between two samples, by linear interpolation."""
+    times = [t for t, _ in series]
+    i = bisect.bisect_left(times, when)
+    if i == len(series) or (i == 0 and times[0] > when):
+        return None  # outside the sampled span: not known
+    if times[i] == when:
+        return series[i][1]
+    (t0, v0), (t1, v1) = series[i - 1], series[i]
+    return v0 + (v1 - v0) * (when - t0) / (t1 - t0)
+
+
+def _counter_increase(series: list[tuple[float, float]], window: TaskWindow) -> float | None:
+    start, end = _at(series, window.start), _at(series, window.end)
+    if start is None or end is None or end < start:  # not sampled around the window, or a restart
+        return None
+    return end - start
+
+
+def _gauge_mean(series: list[tuple[float, float]], window: TaskWindow) -> float | None:
+    inside = [v for t, v in series if window.start <= t <= window.end]
+    return sum(inside) / len(inside) if inside else None
+
+
+def _sum(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
+def _mean(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
+
+
+def task_resources(
+    samples: list[dict[str, Any]], window: TaskWindow, processors_by_node: dict[str, int]
+) -> models.TaskResources | None:
+    """The cluster's figures over one task's window; None when no node was sampled around it."""
+    node_ids = sorted({node_id for sample in samples for node_id in sample.get("nodes") or {}})
+    per_node = []
+    for node_id in node_ids:
+        def increase(path: str, node_id: str = node_id) -> float | None:
+            return _counter_increase(_series(samples, node_id, path), window)
+
+        def mean(path: str, node_id: str = node_id) -> float | None:
+            return _gauge_mean(_series(samples, node_id, path), window)
+
+        cpu_ms = increase("process.cpu.total_in_millis")
+        count = processors_by_node.get(node_id)
+        gc = [increase(f"jvm.gc.collectors.{kind}.collection_time_in_millis") for kind in ("young", "old")]
+        cgroup_nanos = increase("os.cgroup.cpuacct.usage_nanos")
+        read_kb, write_kb = increase("fs.io_stats.total.read_kilobytes"), increase("fs.io_stats.total.write_kilobytes")
+        per_node.append({
+            "process_cpu_ms": cpu_ms,
+            "process_cpu_percent": 100 * cpu_ms / (window.seconds * 1000 * count)
+            if cpu_ms is not None and count and window.seconds > 0 else None,
+            "cgroup_cpu_ms": None if cgroup_nanos is None else cgroup_nanos / 1e6,
+            "os_cpu_percent": mean("os.cpu.percent"),
+            "heap_used_bytes": mean("jvm.mem.heap_used_in_bytes"),
+            "gc_time_ms": _sum(gc) if all(v is not None for v in gc) else None,
+            "io_read_bytes": _kilobytes(read_kb),
+            "io_read_operations": increase("fs.io_stats.total.read_operations"),
+            "io_write_bytes": _kilobytes(write_kb),
+        })
+    if not any(v is not None for node in per_node for v in node.values()):
+        return None
+
+    def over_nodes(key: str) -> list[float | None]:
+        return [node[key] for node in per_node]
+
+    cpu_percents = [v for v in over_nodes("process_cpu_percent") if v is not None]
+    return models.TaskResources(
+        seconds=window.seconds,
+        nodes=len(per_node),
+        process_cpu_percent=_mean(over_nodes("process_cpu_percent")),
+        process_cpu_percent_max=max(cpu_percents) if cpu_percents else None,
+        process_cpu_ms=_sum(over_nodes("process_cpu_ms")),
+        cgroup_cpu_ms=_sum(over_nodes("cgroup_cpu_ms")),
+        os_cpu_percent=_mean(over_nodes("os_cpu_percent")),
+        heap_used_bytes=_mean(over_nodes("heap_used_bytes")),
+        gc_time_ms=_sum(over_nodes("gc_time_ms")),
+        io_read_bytes=_sum(over_nodes("io_read_bytes")),
+        io_read_operations=_sum(over_nodes("io_read_operations")),
+        io_write_bytes=_sum(over_nodes("io_write_bytes")),
+    )

@@ -11,6 +11,7 @@ Work dir layout (everything the runner writes):
   track-params.json
   client-options.json         0600: holds the password, read by Rally, never on a command line
   report.md                   Rally's summary table (it prints it to terminals only)
+  node-stats.json             the _nodes/stats samples, each stamped with the local time it was read
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from typing import IO, Any
 
 from esbench.api import models, validation
 from esbench.api.race_report import Failure, FailureKind, RaceReport, encode_report
-from esbench.runner import corpus, nodestats, rally, results
+from esbench.runner import corpus, nodestats, rally, results, taskwindows
 from esbench.runner.target import Target, Unreachable
 
 TRACKS_DIR = Path(__file__).parent / "tracks"
@@ -96,6 +97,8 @@ def prepare_bundled_track(name: str, work_dir: Path, params: dict[str, Any]) -> 
     if target.exists():
         shutil.rmtree(target)
     shutil.copytree(TRACKS_DIR / name, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for part in TRACKS_DIR.glob("*.j2"):  # parts shared by the tracks, joined in by rally.collect("../...")
+        shutil.copy(part, target.parent)
     return target, corpus.generate(target, name, params)
 
 
@@ -305,6 +308,10 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
     env.pop("ES_PASSWORD", None)
     env.pop("ES_USERNAME", None)
     try:
+        processors = nodestats.processors(target.get(nodestats.PROCESSORS_PATH, timeout=10))
+    except (OSError, ValueError):  # e.g. a user without the monitor privilege: no CPU percentages
+        processors = {}
+    try:
         for _ in range(RALLY_START_ATTEMPTS):
             wait_for_other_races(timeout=min(OTHER_RACES_TIMEOUT_SECONDS, remaining()), out=out)
             # Sampled only while esrally runs, so that waiting does not dilute the figures.
@@ -329,6 +336,10 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
     race_json = json.loads(race_file.read_text()) if race_file.exists() else None
     summary = results.summarize(race_json) if race_json else models.Results(race_id=settings.race_id)
     summary.nodes = nodestats.summarize(samples) or None
+    (work_dir / "node-stats.json").write_text(json.dumps(samples))
+    rally_log = rally_home / ".rally" / "logs" / "rally.log"
+    windows = taskwindows.parse(rally_log.read_text(errors="replace")) if rally_log.exists() else {}
+    attribute_to_tasks(summary, windows, samples, processors)
     common = {"results": summary, "race_json": race_json}
 
     if status is None:
@@ -345,6 +356,18 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
         message = f"requests failed in {', '.join(failing)}; see the Rally log above for the errors"
         return failed(FailureKind.RACE_ERRORS, message, **common)
     return RaceReport(succeeded=True, **common)
+
+
+def attribute_to_tasks(
+    summary: models.Results, windows: dict[str, taskwindows.TaskWindow], samples: list[dict[str, Any]],
+    processors: dict[str, int],
+) -> None:
+    """Each task's window (from Rally's log) and what the nodes spent in it."""
+    for task in summary.tasks:
+        window = windows.get(task.task)
+        if window:
+            task.start, task.end = window.rfc3339(window.start), window.rfc3339(window.end)
+            task.resources = nodestats.task_resources(samples, window, processors)
 
 
 def print_report(report: RaceReport, out: IO[str] = sys.stdout) -> None:

@@ -51,13 +51,15 @@ def effective_replicas(params: dict[str, Any]) -> int:
 
 
 def track_params(spec: models.ExperimentSpec, data_nodes: int) -> dict[str, Any]:
-    """Track params for Rally: the user's trackParams merged with spec.index (spec.index wins).
+    """Track params for Rally: the user's trackParams merged with workload.load and spec.index.
 
     Follows rally-tracks conventions so that the same spec works on bundled and standard tracks:
     number_of_shards, number_of_replicas, index_settings (which REPLACES a challenge's default
     index settings, hence only what the spec sets) and cluster_health.
     """
     params = copy.deepcopy(spec.workload.track_params or {})
+    if spec.workload.load:
+        params.update(spec.workload.load.track_params())
     index = spec.index
     if index.shards is not None:
         params["number_of_shards"] = index.shards
