@@ -34,8 +34,9 @@ OPERATOR_NEEDS = [
     ("", "configmaps", "", ["create"]),
     ("", "events", "", ["create"]),  # kopf posts core/v1 Events
 ]
-# What kopf reads cluster-wide whatever the namespaces.
-KOPF_CLUSTER_NEEDS = [("apiextensions.k8s.io", "customresourcedefinitions", "", ["list", "watch"])]
+# What is read cluster-wide whatever the namespaces: CRDs (kopf), nodes (the reproducibility record).
+CLUSTER_NEEDS = [("apiextensions.k8s.io", "customresourcedefinitions", "", ["list", "watch"]),
+                 ("", "nodes", "", ["get"])]
 # With --namespace, kopf also follows namespaces.
 KOPF_NAMESPACE_NEEDS = [("", "namespaces", "", ["list", "watch"])]
 # The watches kopf opens across all namespaces when it runs without --namespace.
@@ -141,15 +142,15 @@ def test_operator_settings_reach_the_environment_and_rally_defaults_to_the_opera
                       "ESBENCH_RESYNC_SECONDS": "2.5", "ESBENCH_MAX_WORKERS": "4"}
 
 
-def test_watched_namespaces_become_flags_and_a_role_in_each_with_only_kopf_reads_cluster_wide(helm):
+def test_watched_namespaces_become_flags_and_a_role_in_each_with_only_reads_cluster_wide(helm):
     objects = helm.template(MODES["watch-namespaces"])
     (container,) = the(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
     assert container["args"][:5] == ["operator", "--namespace", "team-a", "--namespace", "team-b"]
     assert sorted(r["metadata"]["namespace"] for r in of_kind(objects, "Role")) == WATCHED
     assert sorted(b["metadata"]["namespace"] for b in of_kind(objects, "RoleBinding")) == WATCHED
     cluster_rules = the(objects, "ClusterRole")["rules"]
-    assert {r for rule in cluster_rules for r in rule["resources"]} == {"customresourcedefinitions", "namespaces"}
-    assert {v for rule in cluster_rules for v in rule["verbs"]} == {"list", "watch"}
+    assert {r for rule in cluster_rules for r in rule["resources"]} == {"customresourcedefinitions", "namespaces", "nodes"}
+    assert {v for rule in cluster_rules for v in rule["verbs"]} == {"get", "list", "watch"}
 
 
 @pytest.mark.parametrize("values", MODES.values(), ids=MODES.keys())
@@ -269,7 +270,7 @@ def test_installed_chart_lets_the_operator_do_its_work_and_nothing_with_secrets(
             first_watched = watched[0] if watched else other
             authz.wait_until_allowed("create", "batch", "jobs", namespace=first_watched)
 
-            assert authz.missing(KOPF_CLUSTER_NEEDS) == []
+            assert authz.missing(CLUSTER_NEEDS) == []
             for ns in watched or [other, namespace]:
                 assert authz.missing(OPERATOR_NEEDS, ns) == []
                 assert authz.granted([("", "secrets", "", ALL_VERBS)], ns) == []

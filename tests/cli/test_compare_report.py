@@ -14,7 +14,7 @@ import pytest
 from kubernetes import client
 
 from esbench.api import models
-from tests.support.result_files import race_fixtures
+from tests.support.result_files import fixed_rate_experiment, race_fixtures
 
 
 def _names(files) -> list[str]:
@@ -151,3 +151,21 @@ def test_show_prints_each_experiments_tasks_and_cluster_figures(esbench, result_
     for task in document["status"]["results"]["tasks"]:
         assert task["task"] in run.stdout
     assert "Tasks" in run.stdout and "Cluster and nodes" in run.stdout
+
+
+def test_show_prints_latency_beside_service_time_each_tasks_node_cpu_contrasts_and_the_environment(esbench, tmp_path):
+    contrast = {"name": "range-vs-terms", "baseline": "range-1900-1989", "variants": ["terms-1900-1989"]}
+    document = fixed_rate_experiment({"contrasts": [contrast]})
+    path = tmp_path / "fixed-rate.json"
+    path.write_text(json.dumps(document))
+    run = esbench("show", str(path))
+    assert run.exit_code == 0, run.stderr
+    assert "service p50" in run.stdout and "node CPU" in run.stdout and "disk read" in run.stdout
+    range_cpu = document["status"]["results"]["tasks"][1]["resources"]["processCpuPercent"]
+    assert f"{range_cpu:.1f}%" in run.stdout
+    text = " ".join(run.stdout.split())  # titles and long lines wrap at the terminal's width
+    assert "Contrast range-vs-terms against task range-1900-1989" in text and "no significance test" in text
+    assert "environment: Elasticsearch 8.7.1" in text and "sha256" in text
+    # The document written by `esbench run` carries the contrast too.
+    (wire,) = document["status"]["contrasts"]
+    assert [c["cell"] for c in wire["rows"][0]["cells"]] == ["range-1900-1989", "terms-1900-1989"]

@@ -15,7 +15,7 @@ import threading
 from esbench.api import models
 from esbench.api.race_report import RaceReport
 from esbench.runner.results import summarize
-from tests.support.experiments import create_experiment, runner_log
+from tests.support.experiments import as_the_runner_reported, create_experiment, runner_log
 from tests.support.waiting import wait_for
 
 EXPERIMENTS = [f"chaos-{i}" for i in range(8)]
@@ -95,5 +95,5 @@ def test_the_operator_killed_at_random_points_leaves_everything_terminal_once_an
     assert sorted(configmaps) == sorted(f"{e['metadata']['name']}-race" for e in experiments)
     # Every result present, as Rally reported it.
     expected = summarize(race_json).to_wire()
-    assert all(e["status"]["results"] == expected for e in experiments)
-    assert all(r["results"] == expected for r in sweep["status"]["runs"])
+    assert all(as_the_runner_reported(e["status"]["results"]) == expected for e in experiments)
+    assert all(as_the_runner_reported(r["results"]) == expected for r in sweep["status"]["runs"])

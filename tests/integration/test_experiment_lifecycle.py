@@ -15,7 +15,9 @@ import json
 from esbench.api import models
 from esbench.api.race_report import MARKER, Failure, FailureKind, RaceReport
 from esbench.runner.results import summarize
+from tests.support.controlplane import K8S_VERSION
 from tests.support.experiments import (
+    as_the_runner_reported,
     condition,
     create_experiment,
     elastic_password,
@@ -72,7 +74,15 @@ def test_experiment_runs_to_success_with_rallys_numbers_in_status(
     done = wait_phase(apis, namespace, "happy", "Succeeded")
 
     status = done["status"]
-    assert status["results"] == results.to_wire()  # exactly Rally's numbers, nothing recomputed
+    assert as_the_runner_reported(status["results"]) == results.to_wire()  # exactly Rally's numbers
+    kubernetes = status["results"]["environment"]["kubernetes"]
+    # The operator adds what Kubernetes ran the race on to the runner's reproducibility record.
+    assert kubernetes["serverVersion"] == K8S_VERSION
+    rally_pod = apis.core.list_namespaced_pod(namespace, label_selector="batch.kubernetes.io/job-name=happy-rally").items[0]
+    assert kubernetes["rally"]["pod"] == rally_pod.metadata.name and kubernetes["rally"]["image"] == rally.image
+    assert kubernetes["rally"]["node"] == standin_kubelet.node_name
+    assert kubernetes["rally"]["nodeCpu"] and kubernetes["rally"]["nodeKernel"]
+    assert kubernetes["elasticsearch"] == []  # the stand-in ECK creates no pods
     assert status["headline"]
     assert condition(done, "BenchmarkComplete")["status"] == "True"
     assert status["completionTime"] >= status["startTime"]
@@ -212,7 +222,7 @@ def test_race_errors_fail_the_experiment_and_keep_partial_results(
     failed = wait_phase(apis, namespace, "errors", "Failed")
     assert failed["status"]["reason"] == "RaceErrors"
     assert condition(failed, "BenchmarkComplete")["message"] == "error rate 12.5% in task query"
-    assert failed["status"]["results"] == summarize(race_json).to_wire()
+    assert as_the_runner_reported(failed["status"]["results"]) == summarize(race_json).to_wire()
     assert failed["status"]["raceJsonConfigMap"] == "errors-race"
 
 

@@ -104,7 +104,7 @@ def test_fixed_rates_are_held_and_each_task_gets_the_node_cpu_of_its_own_window(
     low fixed rate costs less node CPU than the same kind of query back to back in the same race.
     Not in test mode: Rally's test mode drops target throughputs and shortens time periods."""
     cluster = clusters.get(LATEST)
-    rates = {"range-1950s": 4, "terms-1950s": 20}
+    rates = {"range-1950s": 10, "terms-1950s": 40}
     run = race(spec("range-queries", index={}, test_mode=False, trackParams={"doc_count": 5000},
                     load={"taskTargetThroughputs": rates, "timePeriodSeconds": 6, "warmupTimePeriodSeconds": 1}),
                cluster.url)

@@ -29,6 +29,13 @@ def successful_race_json() -> dict[str, Any]:
     return json.loads(next(iter(sorted(RACE_FIXTURES.glob("*success*.json")))).read_text())
 
 
+def as_the_runner_reported(results: dict[str, Any]) -> dict[str, Any]:
+    """Status results without what the operator adds (environment.kubernetes): what the runner sent."""
+    environment = {k: v for k, v in (results.get("environment") or {}).items() if k != "kubernetes"}
+    trimmed = {k: v for k, v in results.items() if k != "environment"}
+    return {**trimmed, "environment": environment} if environment else trimmed
+
+
 def runner_log(report: RaceReport) -> str:
     """What the runner prints: Rally's own output, then the report lines."""
     rally_output = ["[INFO] Race id is [r]", "Running index-append [100% done]", "[INFO] SUCCESS (took 61 seconds)"]

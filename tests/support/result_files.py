@@ -16,7 +16,7 @@ from typing import Any
 
 from esbench.api import models, validation
 from esbench.cli import local
-from esbench.runner import results
+from esbench.runner import environment, race, results, taskwindows
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "race"
 
@@ -76,6 +76,32 @@ def experiment_from_race(path: Path) -> dict[str, Any]:
         start_time=moment, completion_time=moment, results=summary,
         cluster_version=summary.distribution_version,
     )
+
+
+FIXED_RATE = FIXTURES / "8.7.1-range-queries-fixed-rate"
+
+
+def fixed_rate_experiment(workload: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The Experiment document of the fixed-rate fixture race, with what the runner adds to
+    Rally's figures from the same files: task windows and resources, the environment record."""
+    race_json = json.loads((FIXED_RATE / "race.json").read_text())
+    spec = spec_from_race(race_json)
+    spec["workload"].update(workload or {})
+    stored = validation.admit({"apiVersion": models.API_VERSION, "kind": models.KIND,
+                               "metadata": {"name": "fixed-rate"}, "spec": spec})
+    summary = results.summarize(race_json)
+    info = json.loads((FIXED_RATE / "nodes-info.json").read_text())
+    race.attribute_to_tasks(summary, taskwindows.parse((FIXED_RATE / "rally.log").read_text()),
+                            json.loads((FIXED_RATE / "node-stats.json").read_text()), environment.processors(info))
+    summary.environment = models.Environment(
+        rally_version=summary.rally_version, elasticsearch_version=summary.distribution_version,
+        track=environment.track_identity(models.Workload(track="range-queries"), race.TRACKS_DIR, FIXED_RATE),
+        nodes=environment.nodes(info, {}))
+    moment = datetime.strptime(race_json["race-timestamp"], "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
+    return local.experiment_document(
+        stored, succeeded=True, reason=local.RACE_SUCCEEDED[0], message=local.RACE_SUCCEEDED[1],
+        race_id=race_json["race-id"], start_time=moment, completion_time=moment, results=summary,
+        cluster_version=summary.distribution_version)
 
 
 def write_result_files(folder: Path) -> list[Path]:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from esbench.api import models
-from esbench.runner import nodestats, race, results, taskwindows
+from esbench.runner import environment, race, results, taskwindows
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "race"
 
@@ -88,10 +88,10 @@ def test_each_task_gets_its_window_from_rallys_log_and_what_the_nodes_spent_in_i
     folder = FIXTURES / "8.7.1-range-queries-fixed-rate"
     summary = results.summarize(json.loads((folder / "race.json").read_text()))
     windows = taskwindows.parse((folder / "rally.log").read_text())
-    processors = nodestats.processors(json.loads((folder / "processors.json").read_text()))
+    processors = environment.processors(json.loads((folder / "nodes-info.json").read_text()))
     race.attribute_to_tasks(summary, windows, json.loads((folder / "node-stats.json").read_text()), processors)
     tasks = {t.task: t for t in summary.tasks}
-    assert tasks["range-1950s"].start == "2026-11-23T00:57:11.332Z" and tasks["range-1950s"].end == "2026-11-23T00:57:21.348Z"
+    assert tasks["range-1950s"].start == "2026-11-23T01:04:35.211Z" and tasks["range-1950s"].end == "2026-11-23T01:04:45.224Z"
     assert all(t.resources and t.resources.nodes == 1 and t.resources.process_cpu_ms > 0 for t in summary.tasks)
     # Rally held the fixed rates: 5 and 50 ops/s asked, the median within 2 %.
     assert tasks["range-1950s"].throughput.median == pytest.approx(5, rel=0.02)

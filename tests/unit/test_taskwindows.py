@@ -26,9 +26,10 @@ def test_every_task_of_a_real_race_has_a_window_and_windows_follow_the_schedule_
 
 def test_a_task_of_several_workers_runs_from_the_first_start_to_the_last_finish():
     window = taskwindows.parse((FIXED_RATE / "rally.log").read_text())["index-append"]
-    # Worker[0] started at 00:56:59,308 and finished last, at 00:57:03,109 (Worker[1] at 00:57:02,825).
-    assert (window.start, window.end) == (at("2026-11-23 00:56:59.308"), at("2026-11-23 00:57:03.109"))
-    assert taskwindows.TaskWindow.rfc3339(window.start) == "2026-11-23T00:56:59.308Z"
+    # Worker[0] started first, at 01:04:23,192 (logged after Worker[1]'s 01:04:23,195), and
+    # Worker[1] finished last, at 01:04:27,20 (20 ms: Rally does not zero-pad them).
+    assert (window.start, window.end) == (at("2026-11-23 01:04:23.192"), at("2026-11-23 01:04:27.020"))
+    assert taskwindows.TaskWindow.rfc3339(window.start) == "2026-11-23T01:04:23.192Z"
 
 
 def test_milliseconds_are_not_zero_padded_in_rallys_log():

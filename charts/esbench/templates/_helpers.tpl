@@ -137,12 +137,17 @@ Roles. Deliberately nothing on Secrets: the Rally pod gets ECK's credentials by 
 {{- end }}
 
 {{/*
-What kopf itself reads cluster-wide, whatever the namespaces: CRDs (to notice resources
-appearing, e.g. ECK installed after esbench). API discovery (/api, /apis) needs no grant.
+What is read cluster-wide, whatever the namespaces: CRDs, for kopf (to notice resources
+appearing, e.g. ECK installed after esbench), and the nodes a race ran on, for its
+reproducibility record. API discovery (/api, /apis) and /version need no grant.
 */}}
-{{- define "esbench.kopfClusterRules" -}}
+{{- define "esbench.clusterRules" -}}
 # kopf: notice CustomResourceDefinitions being added or removed.
 - apiGroups: [apiextensions.k8s.io]
   resources: [customresourcedefinitions]
   verbs: [list, watch]
+# The reproducibility record: instance type, kernel and capacity of the nodes of a race's pods.
+- apiGroups: [""]
+  resources: [nodes]
+  verbs: [get]
 {{- end }}

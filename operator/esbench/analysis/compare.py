@@ -254,6 +254,42 @@ def _workload(entry: Entry) -> tuple[str | None, str | None]:
     return entry.results.track, entry.results.challenge
 
 
+def _facts(environment: models.Environment | None) -> dict[str, str | None]:
+    """What should be the same across compared Experiments unless a spec changed it on purpose."""
+    if environment is None:
+        return {}
+    track = environment.track
+    nodes = environment.nodes
+    driver = environment.load_driver or models.LoadDriverEnvironment()
+
+    def across_nodes(attribute: str) -> str | None:
+        values = sorted({str(v) for n in nodes if (v := getattr(n, attribute)) is not None})
+        return ", ".join(values) or None
+
+    return {
+        "track": (track.sha256 or track.revision) if track else None,
+        "Rally": environment.rally_version,
+        "esbench": environment.esbench_version,
+        "JVM": across_nodes("jvm"),
+        "node kernel": across_nodes("kernel"),
+        "node processors": across_nodes("available_processors"),
+        "mmap": across_nodes("mmap"),
+        "load driver CPU": driver.cpu_model,
+    }
+
+
+def environment_warnings(entries: list[Entry]) -> list[str]:
+    """One warning per fact of the reproducibility record that differs between Experiments."""
+    facts = [(e.label, _facts(e.results.environment)) for e in entries]
+    warnings = []
+    for name in dict.fromkeys(name for _, found in facts for name in found):
+        values = {label: found[name] for label, found in facts if found.get(name) is not None}
+        if len(set(values.values())) > 1:
+            described = ", ".join(f"{label}: {value}" for label, value in values.items())
+            warnings.append(f"different {name} ({described}): a difference in the figures may come from it")
+    return warnings
+
+
 def compare(entries: list[Entry]) -> Comparison:
     """The first entry is the baseline; every other one is compared against it.
 
@@ -270,6 +306,7 @@ def compare(entries: list[Entry]) -> Comparison:
     if len(workloads) > 1:
         described = ", ".join(f"{e.label}: {e.results.track}/{e.results.challenge}" for e in entries)
         warnings.append(f"the Experiments ran different workloads ({described}): compare with care")
+    warnings += environment_warnings(entries)
 
     table: dict[tuple[Section, str, str], list[Measurement | None]] = {}
     order: list[tuple[Section, str, str]] = []

@@ -162,6 +162,16 @@ class Load(Model):
         return {name: value for name, value in params.items() if value is not None}
 
 
+class Contrast(Model):
+    """Tasks of one race that are variants of one question (e.g. the same search with and without
+    _source), each compared with the baseline task: change and, over repetitions, significance."""
+
+    name: str
+    baseline: str  # a task name
+    variants: list[str] = Field(min_length=1)
+    metrics: list[str] | None = None  # as in `esbench compare`; default analysis.contrasts.DEFAULT_METRICS
+
+
 class Workload(Model):
     track: str
     source: TrackSource = TrackSource.BUNDLED
@@ -173,6 +183,7 @@ class Workload(Model):
     test_mode: bool = False
     on_error: OnError = OnError.ABORT
     load: Load | None = None
+    contrasts: list[Contrast] | None = None
 
 
 # --- spec.rally -----------------------------------------------------------------------
@@ -334,6 +345,78 @@ class NodeSample(Model):
     io_write_bytes: int | None = None
 
 
+class TrackIdentity(Model):
+    """Which track exactly: a digest of a bundled track's files, or the revision Rally checked out."""
+
+    source: TrackSource
+    name: str
+    sha256: str | None = None  # Bundled: over its files (the corpus follows from them and the track params)
+    revision: str | None = None  # RallyTracks / Git: the commit of Rally's checkout
+
+
+class NodeEnvironment(Model):
+    """What one Elasticsearch node ran on, as the node reports it."""
+
+    node: str
+    jvm: str | None = None  # vm name and version
+    os: str | None = None  # pretty name
+    kernel: str | None = None
+    arch: str | None = None
+    available_processors: int | None = None  # as the JVM sees them (container limits included)
+    allocated_processors: int | None = None  # node.processors
+    memory_bytes: int | None = None  # what the OS reports as total (the host's, unless the container limits it)
+    cgroup_memory_limit_bytes: int | None = None  # the container's limit: what bounds the page cache
+    heap_max_bytes: int | None = None
+    mmap: bool | None = None  # node.store.allow_mmap (true unless the node sets it false)
+
+
+class LoadDriverEnvironment(Model):
+    """Where Rally ran."""
+
+    kernel: str | None = None
+    cpu_model: str | None = None
+    processors: int | None = None  # usable by this process
+    python: str | None = None
+
+
+class PodEnvironment(Model):
+    """A pod of the race as Kubernetes ran it: the image digest, the node and the resources it got."""
+
+    pod: str
+    image: str | None = None
+    image_id: str | None = None  # what the kubelet ran: the image's digest
+    node: str | None = None
+    instance_type: str | None = None  # the node's node.kubernetes.io/instance-type label
+    node_kernel: str | None = None
+    node_cpu: str | None = None  # the node's capacity
+    node_memory: str | None = None
+    requests: dict[str, str] | None = None
+    limits: dict[str, str] | None = None
+
+
+class KubernetesEnvironment(Model):
+    """Added by the operator (the runner cannot see Kubernetes)."""
+
+    server_version: str | None = None
+    rally: PodEnvironment | None = None
+    elasticsearch: list[PodEnvironment] = []
+
+
+class Environment(Model):
+    """The reproducibility record of a race: what produced these numbers."""
+
+    esbench_version: str | None = None
+    rally_version: str | None = None
+    track: TrackIdentity | None = None
+    elasticsearch_version: str | None = None
+    elasticsearch_build_hash: str | None = None
+    elasticsearch_build_flavor: str | None = None
+    lucene_version: str | None = None
+    nodes: list[NodeEnvironment] = []
+    load_driver: LoadDriverEnvironment | None = None
+    kubernetes: KubernetesEnvironment | None = None
+
+
 class Results(Model):
     race_id: str | None = None
     track: str | None = None
@@ -344,6 +427,7 @@ class Results(Model):
     tasks: list[TaskResult] = []
     cluster: ClusterResult | None = None
     nodes: list[NodeSample] | None = None
+    environment: Environment | None = None
 
 
 # --- ExperimentSweep ------------------------------------------------------------------

@@ -23,7 +23,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
-from esbench.analysis import compare
+from esbench.analysis import compare, contrasts, stats
 from esbench.analysis.compare import Comparison, Section, Verdict, format_value
 from esbench.api import models, validation
 from esbench.cli import local, sources
@@ -146,12 +146,33 @@ def results_tables(results: models.Results) -> list[Table]:
     return tables
 
 
+def describe_environment(environment: models.Environment) -> str:
+    """The reproducibility record in one paragraph."""
+    parts = [f"Elasticsearch {environment.elasticsearch_version} (build {(environment.elasticsearch_build_hash or '?')[:12]})"]
+    for node in environment.nodes:
+        parts.append(
+            f"{node.node}: {node.jvm or 'JVM ?'}, {node.available_processors or '?'} processors, "
+            f"heap {format_value(node.heap_max_bytes, 'bytes')}, memory limit {format_value(node.cgroup_memory_limit_bytes, 'bytes')}, "
+            f"mmap {'on' if node.mmap else 'off'}, kernel {node.kernel or '?'}"
+        )
+    track = environment.track
+    if track:
+        parts.append(f"track {track.name} ({track.source.value}) " + (f"sha256 {track.sha256[:16]}" if track.sha256 else f"revision {track.revision or '?'}"))
+    driver = environment.load_driver
+    if driver:
+        parts.append(f"Rally {environment.rally_version or '?'} on {driver.cpu_model or '?'} ({driver.processors} processors, kernel {driver.kernel})")
+    parts.append(f"esbench {environment.esbench_version or '?'}")
+    return "; ".join(parts)
+
+
 def print_document_summary(console: Console, document: dict[str, Any]) -> None:
     state = document["status"]
     results = models.Results.model_validate(state["results"]) if state.get("results") else None
     if results and results.tasks:
         for table in results_tables(results):
             console.print(table)
+    if results and results.environment:
+        console.print(f"environment: {escape(describe_environment(results.environment))}", highlight=False, soft_wrap=True)
     colour = "green" if state["phase"] == models.Phase.SUCCEEDED.value else "red"
     console.print(f"[{colour}]{state['phase']}[/] ({escape(state['reason'])}): {escape(state['message'])}",
                   highlight=False, soft_wrap=True)
@@ -366,6 +387,13 @@ def show_command(inputs: tuple[str, ...], namespace: str | None, context: str | 
         console.print(f"[bold]{escape(entry.label)}[/] ({entry.phase or 'unknown phase'}{version})", highlight=False)
         for table in results_tables(entry.results):
             console.print(table)
+        declared = entry.spec.workload.contrasts if entry.spec else None
+        for contrast in declared or []:
+            rows = stats.to_wire(contrasts.compare_tasks([entry.results], contrast))
+            title = f"Contrast {contrast.name} against task {contrast.baseline} (one race: no significance test)"
+            console.print(statistics_table(title, "contrast", [contrast.baseline, *contrast.variants], rows))
+        if entry.results.environment:
+            console.print(f"environment: {escape(describe_environment(entry.results.environment))}", highlight=False)
 
 
 # --- esbench sweep -------------------------------------------------------------------------
@@ -385,14 +413,24 @@ def sweep_tables(document: dict[str, Any]) -> list[Table]:
         cells.add_row(name, escape(cell["label"]), *[str(cell.get(k, 0)) for k in ("succeeded", "failed", "running",
                                                                                   "pending")], cell.get("cluster", "–"))
     ids = [cell["id"] for cell in state.get("cells", [])]
-    comparison = Table(title=escape(f"Comparison against {state.get('baseline', '?')} (median [confidence interval "
-                                    "of the mean]; change, p-value)"), title_justify="left")
-    for column in ("task / scope", "metric", "unit", *ids):
-        comparison.add_column(column, justify="right" if column in ids else "left", overflow="fold")
-    for row in state.get("comparison", []):
+    tables = [cells, statistics_table(f"Comparison against {state.get('baseline', '?')} (median [confidence interval "
+                                      "of the mean]; change, p-value)", "task / scope", ids, state.get("comparison", []))]
+    for contrast in state.get("contrasts", []):
+        tasks = [contrast["baseline"], *sorted({c["cell"] for r in contrast["rows"] for c in r["cells"]} - {contrast["baseline"]})]
+        title = f"{contrast['cell']}: contrast {contrast['name']}, against task {contrast['baseline']} over the cell's runs"
+        tables.append(statistics_table(title, "contrast", tasks, contrast["rows"]))
+    return tables
+
+
+def statistics_table(title: str, subject: str, columns: list[str], rows: list[dict[str, Any]]) -> Table:
+    """Rows in stats.to_wire form, one column per cell (or task, for a contrast)."""
+    table = Table(title=escape(title), title_justify="left")
+    for column in (subject, "metric", "unit", *columns):
+        table.add_column(column, justify="right" if column in columns else "left", overflow="fold")
+    for row in rows:
         by_cell = {c["cell"]: c for c in row["cells"]}
         texts = []
-        for cell_id in ids:
+        for cell_id in columns:
             found = by_cell.get(cell_id)
             if found is None:
                 texts.append(Text("–"))
@@ -406,8 +444,8 @@ def sweep_tables(document: dict[str, Any]) -> list[Table]:
             if found.get("noisy"):
                 text.append(" noisy", style="yellow")
             texts.append(text)
-        comparison.add_row(row["subject"], row["metric"], row.get("unit") or "", *texts, end_section=True)
-    return [cells, comparison]
+        table.add_row(row["subject"], row["metric"], row.get("unit") or "", *texts, end_section=True)
+    return table
 
 
 @click.command("sweep")

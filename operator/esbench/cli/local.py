@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from esbench.analysis import contrasts
 from esbench.api import models
 from esbench.api.race_report import FailureKind, RaceReport
 from esbench.cli import localcluster
@@ -165,6 +166,9 @@ def experiment_document(
         line = status.headline(results)
         if line:
             state["headline"] = line
+        spec = models.ExperimentSpec.model_validate(stored["spec"])
+        if spec.workload.contrasts:
+            state["contrasts"] = contrasts.to_wire([results], spec.workload)
     return {"apiVersion": models.API_VERSION, "kind": models.KIND, "metadata": metadata, "spec": stored["spec"],
             "status": state}
 

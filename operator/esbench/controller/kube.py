@@ -14,6 +14,7 @@ from esbench.controller.manifests import ECK_API_VERSION, RALLY_CONTAINER
 
 ECK_GROUP, ECK_VERSION = ECK_API_VERSION.split("/")
 ECK_PLURAL = "elasticsearches"
+ECK_CLUSTER_LABEL = "elasticsearch.k8s.elastic.co/cluster-name"  # on every pod of an ECK cluster
 
 
 class KindNotServed(Exception):
@@ -152,6 +153,25 @@ class Kube:
 
     def pod_log(self, namespace: str, pod_name: str) -> str:
         return self.core.read_namespaced_pod_log(pod_name, namespace, container=RALLY_CONTAINER)
+
+    # --- what the race ran on (the reproducibility record) ---
+
+    def server_version(self) -> str | None:
+        return client.VersionApi(self.core.api_client).get_code().git_version
+
+    def cluster_pods(self, namespace: str, cluster: str) -> list[dict[str, Any]]:
+        pods = self.core.list_namespaced_pod(namespace, label_selector=f"{ECK_CLUSTER_LABEL}={cluster}")
+        return [self.core.api_client.sanitize_for_serialization(pod) for pod in pods.items]
+
+    def get_node(self, name: str) -> dict[str, Any] | None:
+        """None when gone, or when this operator may not read nodes (a chart's RBAC can leave it out)."""
+        try:
+            node = self.core.read_node(name)
+        except ApiException as error:
+            if error.status in (403, 404):
+                return None
+            raise
+        return self.core.api_client.sanitize_for_serialization(node)
 
     def create_configmap(self, manifest: dict[str, Any]) -> bool:
         """Whether it was created now (False: one of that name existed already)."""

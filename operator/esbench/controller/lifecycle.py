@@ -15,9 +15,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from esbench.api.models import KIND, TERMINAL_PHASES, CleanupPolicy, Phase
+from esbench.analysis import contrasts
+from esbench.api.models import KIND, TERMINAL_PHASES, CleanupPolicy, Environment, KubernetesEnvironment, Phase
 from esbench.api.race_report import RaceReport, UnreadableReport, decode_report
-from esbench.controller import manifests, names, readiness, status
+from esbench.controller import manifests, names, platform, readiness, status
 from esbench.controller.config import Settings
 from esbench.controller.kube import KindNotServed, Kube, Rejected
 from esbench.controller.status import BENCHMARK_COMPLETE, CLUSTER_READY
@@ -238,9 +239,10 @@ class Reconciler:
             message = f"Rally Job {job_name} ended (exit code {exit_code}) without a report. Log tail:\n"
             self._finish(body, experiment, False, "JobFailed", message + status.log_excerpt(log))
             return
-        self._collect(body, experiment, report)
+        self._collect(body, experiment, report, pod)
 
-    def _collect(self, body: dict[str, Any], experiment: manifests.Experiment, report: RaceReport) -> None:
+    def _collect(self, body: dict[str, Any], experiment: manifests.Experiment, report: RaceReport,
+                 rally_pod: dict[str, Any]) -> None:
         extra: dict[str, Any] = {}
         if report.race_json is not None:
             configmap = manifests.race_json_configmap(experiment, report.race_json)
@@ -256,14 +258,43 @@ class Reconciler:
             except Rejected as rejected:  # the results in the status matter more than the full race.json
                 self.emit(body, "Warning", "RaceJsonNotStored", str(rejected))
         if report.results is not None:
+            environment = report.results.environment or Environment()
+            environment.kubernetes = self._kubernetes_environment(body, experiment, rally_pod)
+            report.results.environment = environment
             extra["results"] = report.results.to_wire()
             extra["headline"] = status.headline(report.results)
+            if experiment.spec.workload.contrasts:
+                extra["contrasts"] = contrasts.to_wire([report.results], experiment.spec.workload)
         if report.succeeded:
             self._finish(body, experiment, True, "RaceSucceeded", "Race finished; results collected", extra)
         else:
             failure = report.failure
             reason, message = (failure.kind.value, failure.message) if failure else ("RaceFailed", "Race failed")
             self._finish(body, experiment, False, reason, status.redact(message), extra)
+
+    def _kubernetes_environment(self, body: dict[str, Any], experiment: manifests.Experiment,
+                                rally_pod: dict[str, Any]) -> KubernetesEnvironment:
+        """The Kubernetes half of the reproducibility record: server version, image digests, nodes
+        and the resources the pods got. Worth having, never worth failing the results for."""
+        record = KubernetesEnvironment()
+        nodes: dict[str, dict[str, Any] | None] = {}
+
+        def node(pod: dict[str, Any]) -> dict[str, Any] | None:
+            name = (pod.get("spec") or {}).get("nodeName")
+            if name and name not in nodes:
+                nodes[name] = self.kube.get_node(name)
+            return nodes.get(name) if name else None
+
+        try:
+            record.server_version = self.kube.server_version()
+            record.rally = platform.pod_environment(rally_pod, manifests.RALLY_CONTAINER, node(rally_pod))
+            if experiment.cluster:
+                pods = sorted(self.kube.cluster_pods(experiment.namespace, experiment.cluster),
+                              key=lambda pod: pod["metadata"]["name"])
+                record.elasticsearch = [platform.pod_environment(pod, manifests.ES_CONTAINER, node(pod)) for pod in pods]
+        except Exception as error:
+            self.emit(body, "Warning", "EnvironmentIncomplete", f"Part of the Kubernetes environment is not recorded: {error}")
+        return record
 
     def _finish(self, body, experiment, succeeded: bool, reason: str, message: str,
                 extra: dict[str, Any] | None = None) -> dict[str, Any]:

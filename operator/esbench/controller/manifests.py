@@ -36,6 +36,7 @@ ATTEMPT_LABEL = "esbench.io/attempt"
 # Each owner kind labels its children with its own name, so handlers can route their events.
 _OWNER_LABELS = {KIND: EXPERIMENT_LABEL, SWEEP_KIND: SWEEP_LABEL}
 RALLY_CONTAINER = "rally"
+ES_CONTAINER = "elasticsearch"  # ECK's name for the Elasticsearch container of its pods
 CA_MOUNT = "/etc/esbench/ca"
 WORK_DIR = "/work"
 # ConfigMaps hold at most 1 MiB; larger race.json files are stored gzip'd as binaryData.
@@ -162,7 +163,7 @@ def _node_set(owner: Owner, es: Elasticsearch, name: str, count: int, roles: lis
         config["node.roles"] = roles
     config.update(es.config or {})
 
-    container: dict[str, Any] = {"name": "elasticsearch"}
+    container: dict[str, Any] = {"name": ES_CONTAINER}
     if es.heap:
         container["env"] = [{"name": "ES_JAVA_OPTS", "value": f"-Xms{es.heap} -Xmx{es.heap}"}]
     if es.resources:

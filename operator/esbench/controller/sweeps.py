@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from esbench.analysis import stats
+from esbench.analysis import contrasts, stats
 from esbench.api.models import (
     SWEEP_TERMINAL_PHASES,
     CleanupPolicy,
@@ -35,6 +35,7 @@ from esbench.api.models import (
     Results,
     SweepPhase,
     SweepSpec,
+    Workload,
 )
 from esbench.controller import grid, manifests, names, status
 from esbench.controller.kube import KindNotServed, Kube, Rejected
@@ -200,17 +201,34 @@ def gate_results(gates: list[Gate], rows: list[stats.Row], baseline: str, comple
     return results
 
 
-def comparison(plan: grid.Plan, states: list[Progress], spec: SweepSpec) -> list[stats.Row]:
-    samples = {cell.id: [] for cell in plan.cells}
+def samples(plan: grid.Plan, states: list[Progress]) -> dict[str, list[Results]]:
+    """Each cell's results from its succeeded runs (warm-up runs left out)."""
+    found: dict[str, list[Results]] = {cell.id: [] for cell in plan.cells}
     for state in states:
-        if state.state == RunState.SUCCEEDED and state.run.cell.id in samples:  # not a warm-up run
+        if state.state == RunState.SUCCEEDED and state.run.cell.id in found:
             results = (state.latest.get("status") or {}).get("results")
             if results:
-                samples[state.run.cell.id].append(Results.model_validate(results))
-    if not any(samples.values()):
+                found[state.run.cell.id].append(Results.model_validate(results))
+    return found
+
+
+def comparison(plan: grid.Plan, states: list[Progress], spec: SweepSpec) -> list[stats.Row]:
+    by_cell = samples(plan, states)
+    if not any(by_cell.values()):
         return []
-    return stats.compare_cells(samples, plan.baseline.id, spec.statistics.test, spec.statistics.confidence,
+    return stats.compare_cells(by_cell, plan.baseline.id, spec.statistics.test, spec.statistics.confidence,
                                spec.statistics.noise_threshold_percent)
+
+
+def cell_contrasts(plan: grid.Plan, states: list[Progress], spec: SweepSpec) -> list[dict[str, Any]]:
+    """Each cell's within-race contrasts over its repetitions."""
+    by_cell = samples(plan, states)
+    found = []
+    for cell in plan.cells:
+        workload = Workload.model_validate(cell.spec["workload"])
+        if by_cell[cell.id] and workload.contrasts:
+            found += [{"cell": cell.id, **c} for c in contrasts.to_wire(by_cell[cell.id], workload, spec.statistics)]
+    return found
 
 
 @dataclass
@@ -223,7 +241,8 @@ class StatusReport:
 
 
 def status_report(plan: grid.Plan, states: list[Progress], run_groups: dict[str, list[grid.Run]],
-                  clusters: dict[str, str], spec: SweepSpec, rows: list[stats.Row]) -> StatusReport:
+                  clusters: dict[str, str], spec: SweepSpec, rows: list[stats.Row],
+                  contrast_rows: list[dict[str, Any]] | None = None) -> StatusReport:
     counts = _counts(states)
     finished = counts["succeeded"] + counts["failed"]
     complete = finished == len(states)
@@ -236,6 +255,8 @@ def status_report(plan: grid.Plan, states: list[Progress], run_groups: dict[str,
         "comparison": stats.to_wire(rows),
         "runs": run_records(states),
     }
+    if contrast_rows:
+        fields["contrasts"] = contrast_rows
     conditions = []
     gates = gate_results(spec.gates or [], rows, plan.baseline.id, complete)
     if gates:
@@ -269,7 +290,7 @@ class SweepReconciler:
         self.kube = kube
         self.emit = emit
         self.locks = KeyedLocks()
-        self._comparisons: dict[str, tuple[tuple[str, ...], list[stats.Row]]] = {}
+        self._comparisons: dict[str, tuple[tuple[str, ...], list[stats.Row], list[dict[str, Any]]]] = {}
 
     def reconcile(self, namespace: str, name: str) -> None:
         with self.locks((namespace, name)):
@@ -316,9 +337,12 @@ class SweepReconciler:
         # reconciles (its status patches), and the statistics are the expensive part.
         succeeded = tuple(sorted(s.latest["metadata"]["name"] for s in states if s.state == RunState.SUCCEEDED))
         cached = self._comparisons.get(sweep.uid)
-        rows = cached[1] if cached and cached[0] == succeeded else comparison(plan, states, spec)
-        self._comparisons[sweep.uid] = (succeeded, rows)
-        report = status_report(plan, states, run_groups, clusters, spec, rows)
+        if cached and cached[0] == succeeded:
+            rows, contrast_rows = cached[1], cached[2]
+        else:
+            rows, contrast_rows = comparison(plan, states, spec), cell_contrasts(plan, states, spec)
+        self._comparisons[sweep.uid] = (succeeded, rows, contrast_rows)
+        report = status_report(plan, states, run_groups, clusters, spec, rows, contrast_rows)
         started = (body.get("status") or {}).get("startTime") or status.now()
         report.fields["startTime"] = started
         if not_started and not report.complete:  # e.g. no ECK: say so rather than "0/4 runs finished"

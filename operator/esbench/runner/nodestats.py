@@ -38,8 +38,6 @@ STATS_PATH = (
         )
     )
 )
-# Processors as the JVM sees them (container limits included): what process.cpu.percent is relative to.
-PROCESSORS_PATH = "_nodes/os?filter_path=nodes.*.os.available_processors"
 # The local time (seconds since the epoch) a sample was read, added to Elasticsearch's answer.
 SAMPLED_AT = "sampled_at"
 
@@ -92,7 +90,7 @@ def _distribution(values: list[float]) -> models.Distribution | None:
     return models.Distribution(mean=sum(values) / len(values), p90=_p90(values))
 
 
-def _get(doc: dict[str, Any], path: str) -> Any:
+def value_at(doc: dict[str, Any], path: str) -> Any:
     for part in path.split("."):
         if not isinstance(doc, dict) or part not in doc:
             return None
@@ -106,7 +104,7 @@ def _increase(stats: list[dict[str, Any]], path: str) -> int | None:
     Node-level index counters fall when an index is deleted (tracks delete their index first),
     so only the rises between consecutive samples are added up.
     """
-    values = [v for s in stats if isinstance(v := _get(s, path), (int, float))]
+    values = [v for s in stats if isinstance(v := value_at(s, path), (int, float))]
     if not values:
         return None
     return int(sum(max(0, b - a) for a, b in pairwise(values)))
@@ -123,7 +121,7 @@ def summarize(samples: list[dict[str, Any]]) -> list[models.NodeSample]:
     result = []
     for node_id, stats in sorted(by_node.items(), key=lambda item: names[item[0]]):
         def gauge(path: str, stats: list[dict[str, Any]] = stats) -> models.Distribution | None:
-            return _distribution([float(v) for s in stats if isinstance(v := _get(s, path), (int, float))])
+            return _distribution([float(v) for s in stats if isinstance(v := value_at(s, path), (int, float))])
 
         result.append(
             models.NodeSample(
@@ -150,20 +148,11 @@ def _kilobytes(value: Any) -> Any:  # int stays int, float float, None None
     return None if value is None else value * 1024
 
 
-def processors(answer: dict[str, Any]) -> dict[str, int]:
-    """Node id -> available processors, from the answer to PROCESSORS_PATH."""
-    return {
-        node_id: count
-        for node_id, info in (answer.get("nodes") or {}).items()
-        if isinstance(count := _get(info, "os.available_processors"), int) and count > 0
-    }
-
-
 def _series(samples: list[dict[str, Any]], node_id: str, path: str) -> list[tuple[float, float]]:
     return [
         (sample[SAMPLED_AT], float(value))
         for sample in samples
-        if SAMPLED_AT in sample and isinstance(value := _get((sample.get("nodes") or {}).get(node_id, {}), path), (int, float))
+        if SAMPLED_AT in sample and isinstance(value := value_at((sample.get("nodes") or {}).get(node_id, {}), path), (int, float))
     ]
 
 

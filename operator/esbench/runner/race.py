@@ -32,7 +32,7 @@ from typing import IO, Any
 
 from esbench.api import models, validation
 from esbench.api.race_report import Failure, FailureKind, RaceReport, encode_report
-from esbench.runner import corpus, nodestats, rally, results, taskwindows
+from esbench.runner import corpus, environment, nodestats, rally, results, taskwindows
 from esbench.runner.target import Target, Unreachable
 
 TRACKS_DIR = Path(__file__).parent / "tracks"
@@ -307,10 +307,7 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
     # Rally needs neither; keeping them out of its environment keeps them out of its reach.
     env.pop("ES_PASSWORD", None)
     env.pop("ES_USERNAME", None)
-    try:
-        processors = nodestats.processors(target.get(nodestats.PROCESSORS_PATH, timeout=10))
-    except (OSError, ValueError):  # e.g. a user without the monitor privilege: no CPU percentages
-        processors = {}
+    cluster_nodes, processors = environment.read_nodes(lambda path: target.get(path, timeout=10))
     try:
         for _ in range(RALLY_START_ATTEMPTS):
             wait_for_other_races(timeout=min(OTHER_RACES_TIMEOUT_SECONDS, remaining()), out=out)
@@ -340,6 +337,14 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
     rally_log = rally_home / ".rally" / "logs" / "rally.log"
     windows = taskwindows.parse(rally_log.read_text(errors="replace")) if rally_log.exists() else {}
     attribute_to_tasks(summary, windows, samples, processors)
+    summary.environment = models.Environment(
+        esbench_version=environment.esbench_version(),
+        rally_version=summary.rally_version,
+        track=environment.track_identity(spec.workload, TRACKS_DIR, rally_home),
+        nodes=cluster_nodes,
+        load_driver=environment.load_driver(),
+        **environment.cluster(root),
+    )
     common = {"results": summary, "race_json": race_json}
 
     if status is None:

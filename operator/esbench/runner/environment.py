@@ -1,0 +1,160 @@
+"""The reproducibility record of a race (models.Environment): which esbench, Rally, track,
+Elasticsearch build, JVM, kernel and hardware produced its numbers.
+
+Elasticsearch's side comes from its own APIs (`GET /`, node info, node stats); the load
+driver's from the machine Rally runs on; the track's identity from its files or from Rally's
+checkout. Each part is best effort: a figure that cannot be read stays empty and never fails
+the race. The parsing functions are pure; `track_identity` and `load_driver` read local files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import os
+import platform
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from esbench.api import models
+from esbench.runner.nodestats import value_at
+from esbench.runner.rally import GIT_REPOSITORY_NAME
+
+NODES_INFO_PATH = "_nodes/jvm,os,settings?filter_path=" + ",".join(
+    f"nodes.*.{p}"
+    for p in (
+        "name",
+        "jvm.vm_name",
+        "jvm.version",
+        "jvm.mem.heap_max_in_bytes",
+        "os.pretty_name",
+        "os.version",
+        "os.arch",
+        "os.available_processors",
+        "os.allocated_processors",
+        "settings.node.store.allow_mmap",
+    )
+)
+NODES_MEMORY_PATH = "_nodes/stats/os?filter_path=nodes.*.os.mem.total_in_bytes,nodes.*.os.cgroup.memory.limit_in_bytes"
+
+
+def processors(info: dict[str, Any]) -> dict[str, int]:
+    """Node id -> processors the JVM sees (what process.cpu.percent is relative to)."""
+    return {
+        node_id: count
+        for node_id, node in (info.get("nodes") or {}).items()
+        if isinstance(count := value_at(node, "os.available_processors"), int) and count > 0
+    }
+
+
+def _integer(value: Any) -> int | None:
+    # Elasticsearch gives the cgroup limit as a string: a number, or "max" when there is none.
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return int(value) if isinstance(value, str) and value.isdigit() else None
+
+
+def nodes(info: dict[str, Any], stats: dict[str, Any]) -> list[models.NodeEnvironment]:
+    """Per node, from the answers to NODES_INFO_PATH and NODES_MEMORY_PATH, sorted by name."""
+    found = []
+    for node_id, node in (info.get("nodes") or {}).items():
+        memory = (stats.get("nodes") or {}).get(node_id) or {}
+        jvm = [v for v in (value_at(node, "jvm.vm_name"), value_at(node, "jvm.version")) if v]
+        found.append(models.NodeEnvironment(
+            node=node.get("name", node_id),
+            jvm=" ".join(jvm) or None,
+            os=value_at(node, "os.pretty_name"),
+            kernel=value_at(node, "os.version"),
+            arch=value_at(node, "os.arch"),
+            available_processors=value_at(node, "os.available_processors"),
+            allocated_processors=value_at(node, "os.allocated_processors"),
+            memory_bytes=_integer(value_at(memory, "os.mem.total_in_bytes")),
+            cgroup_memory_limit_bytes=_integer(value_at(memory, "os.cgroup.memory.limit_in_bytes")),
+            heap_max_bytes=_integer(value_at(node, "jvm.mem.heap_max_in_bytes")),
+            mmap=str(value_at(node, "settings.node.store.allow_mmap") or "true").lower() == "true",
+        ))
+    return sorted(found, key=lambda n: n.node)
+
+
+def read_nodes(get: Callable[[str], Any]) -> tuple[list[models.NodeEnvironment], dict[str, int]]:
+    """The nodes' environment and processors from a live cluster (empty where it will not say,
+    e.g. to a user without the monitor privilege)."""
+    answers = []
+    for path in (NODES_INFO_PATH, NODES_MEMORY_PATH):
+        try:
+            answers.append(get(path) or {})
+        except (OSError, ValueError):
+            answers.append({})
+    info, stats = answers
+    return nodes(info, stats), processors(info)
+
+
+def files_sha256(files: list[Path], root: Path) -> str:
+    """One digest over files: their paths relative to root and their bytes, in path order."""
+    digest = hashlib.sha256()
+    for path in sorted(files, key=lambda p: p.relative_to(root).as_posix()):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def checkout_revision(repository: Path) -> str | None:
+    """The commit of a git checkout (Rally's copy of a track repository), or None."""
+    try:
+        done = subprocess.run(["git", "-C", str(repository), "rev-parse", "HEAD"],
+                              capture_output=True, text=True, timeout=30, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() or None
+
+
+def track_identity(workload: models.Workload, tracks_dir: Path, rally_home: Path) -> models.TrackIdentity:
+    """A bundled track by the digest of its files (shared parts included), any other by the
+    commit of the checkout Rally raced from (RALLY_HOME/.rally/benchmarks/tracks/<repository>)."""
+    identity = models.TrackIdentity(source=workload.source, name=workload.track)
+    if workload.source == models.TrackSource.BUNDLED:
+        files = [p for p in (tracks_dir / workload.track).rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+        identity.sha256 = files_sha256([*files, *tracks_dir.glob("*.j2")], tracks_dir)
+    else:
+        repository = "default" if workload.source == models.TrackSource.RALLY_TRACKS else GIT_REPOSITORY_NAME
+        identity.revision = checkout_revision(rally_home / ".rally" / "benchmarks" / "tracks" / repository)
+    return identity
+
+
+def _cpu_model() -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def load_driver() -> models.LoadDriverEnvironment:
+    return models.LoadDriverEnvironment(
+        kernel=platform.release(),
+        cpu_model=_cpu_model(),
+        processors=len(os.sched_getaffinity(0)),
+        python=platform.python_version(),
+    )
+
+
+def esbench_version() -> str | None:
+    try:
+        return importlib.metadata.version("esbench")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def cluster(root: dict[str, Any]) -> dict[str, Any]:
+    """The Environment fields from `GET /`."""
+    version = root.get("version") or {}
+    return {
+        "elasticsearch_version": version.get("number"),
+        "elasticsearch_build_hash": version.get("build_hash"),
+        "elasticsearch_build_flavor": version.get("build_flavor"),
+        "lucene_version": version.get("lucene_version"),
+    }

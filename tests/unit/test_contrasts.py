@@ -1,0 +1,56 @@
+"""Within-race contrasts (analysis.contrasts): tasks of one race compared with a baseline task."""
+
+import yaml
+
+from esbench.analysis import contrasts
+from esbench.analysis.stats import Verdict
+from esbench.api import models
+from tests.support.result_files import FIXTURES
+
+REPO = FIXTURES.parents[2]
+
+FULL, NO_SOURCE = "paginate-full-source", "paginate-no-source"
+CONTRAST = models.Contrast(name="source", baseline=FULL, variants=[NO_SOURCE])
+
+
+def race(full_ms: float, no_source_ms: float, cpu_full: float = 40, cpu_no_source: float = 20) -> models.Results:
+    def task(name, ms, cpu):
+        return models.TaskResult(task=name, service_time=models.Percentiles(p50=ms, p99=2 * ms, unit="ms"),
+                                 resources=models.TaskResources(seconds=10, nodes=1, process_cpu_percent=cpu))
+    return models.Results(tasks=[task(FULL, full_ms, cpu_full), task(NO_SOURCE, no_source_ms, cpu_no_source),
+                                 task("unrelated", 1, 1)])
+
+
+def test_one_race_gives_the_change_of_each_variant_but_no_verdict():
+    rows = contrasts.compare_tasks([race(100, 60)], CONTRAST)
+    assert [r.metric.key for r in rows] == ["service_time.p50", "service_time.p99", "process_cpu.percent"]
+    baseline, variant = rows[0].cells
+    assert (baseline.cell, baseline.verdict) == (FULL, Verdict.BASELINE)
+    assert (variant.cell, variant.change_percent, variant.verdict) == (NO_SOURCE, -40, Verdict.INSUFFICIENT_DATA)
+    assert all(r.subject == "source" for r in rows)
+
+
+def test_repetitions_give_the_significance_and_a_verdict_by_the_metrics_direction():
+    runs = [race(100 + d, 60 + d) for d in (-2, -1, 0, 1, 2)]
+    service_p50 = contrasts.compare_tasks(runs, CONTRAST)[0]
+    variant = service_p50.cells[1]
+    assert variant.cell == NO_SOURCE and variant.significant and variant.verdict == Verdict.BETTER
+    assert variant.summary.n == 5 and variant.p_value < 0.001
+
+
+def test_chosen_metrics_in_their_order_and_missing_tasks_are_named():
+    chosen = models.Contrast(name="source", baseline=FULL, variants=[NO_SOURCE, "paginate-typo"],
+                             metrics=["process_cpu.percent", "service_time.p50"])
+    workload = models.Workload(track="source-filtering", contrasts=[chosen])
+    (wire,) = contrasts.to_wire([race(100, 60)], workload)
+    assert [r["metric"] for r in wire["rows"]] == ["process_cpu.percent", "service_time.p50"]
+    assert wire["missingTasks"] == ["paginate-typo"]
+    assert [c["cell"] for c in wire["rows"][0]["cells"]] == [FULL, NO_SOURCE]
+
+
+def test_the_crd_offers_exactly_the_task_metrics_of_esbench_compare():
+    crd = yaml.safe_load((REPO / "crds" / "esbench.io_experiments.yaml").read_text())
+    workload = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["workload"]
+    items = workload["properties"]["contrasts"]["items"]["properties"]["metrics"]["items"]
+    assert items["enum"] == list(contrasts.METRICS)
+    assert set(contrasts.DEFAULT_METRICS) <= set(contrasts.METRICS)

@@ -1,0 +1,80 @@
+"""The reproducibility record (runner.environment): node info as Elasticsearch gives it, the
+track's identity, the load driver."""
+
+import json
+import subprocess
+
+from esbench.api import models
+from esbench.runner import environment
+from esbench.runner.race import TRACKS_DIR
+from tests.support.result_files import FIXTURES
+
+NODE_INFO = {"nodes": {"abc": {
+    "name": "es-0",
+    "jvm": {"vm_name": "OpenJDK 64-Bit Server VM", "version": "17.0.15", "mem": {"heap_max_in_bytes": 1073741824}},
+    "os": {"pretty_name": "Debian GNU/Linux 12 (bookworm)", "version": "6.1.0-28-amd64", "arch": "amd64",
+           "available_processors": 2, "allocated_processors": 2},
+    "settings": {"node": {"store": {"allow_mmap": "false"}}},
+}}}
+NODE_MEMORY = {"nodes": {"abc": {"os": {"mem": {"total_in_bytes": 25000000000},
+                                        "cgroup": {"memory": {"limit_in_bytes": "2147483648"}}}}}}
+
+
+def test_node_figures_are_taken_as_elasticsearch_reports_them():
+    (node,) = environment.nodes(NODE_INFO, NODE_MEMORY)
+    assert node == models.NodeEnvironment(
+        node="es-0", jvm="OpenJDK 64-Bit Server VM 17.0.15", os="Debian GNU/Linux 12 (bookworm)",
+        kernel="6.1.0-28-amd64", arch="amd64", available_processors=2, allocated_processors=2,
+        memory_bytes=25000000000, cgroup_memory_limit_bytes=2147483648, heap_max_bytes=1073741824, mmap=False)
+    assert environment.processors(NODE_INFO) == {"abc": 2}
+
+
+def test_no_cgroup_limit_and_the_default_mmap_setting():
+    info = {"nodes": {"abc": {"name": "es-0", "os": {}}}}
+    memory = {"nodes": {"abc": {"os": {"cgroup": {"memory": {"limit_in_bytes": "max"}}}}}}
+    (node,) = environment.nodes(info, memory)
+    assert node.cgroup_memory_limit_bytes is None and node.mmap is True and node.jvm is None
+
+
+def test_a_cluster_that_will_not_say_gives_an_empty_record_not_an_error():
+    def refuse(path):
+        raise OSError("403 Forbidden")
+    assert environment.read_nodes(refuse) == ([], {})
+
+
+def test_a_real_node_info_answer_is_read():
+    """What 8.7.1 answered to NODES_INFO_PATH before the fixed-rate fixture race."""
+    info = json.loads((FIXTURES / "8.7.1-range-queries-fixed-rate" / "nodes-info.json").read_text())
+    (node,) = environment.nodes(info, {})
+    assert node.available_processors == 2 and node.heap_max_bytes > 0 and node.jvm and node.kernel
+    assert node.mmap is True  # node.store.allow_mmap left at its default
+
+
+def test_a_bundled_track_is_identified_by_its_files_and_the_shared_parts():
+    workload = models.Workload(track="range-queries")
+    identity = environment.track_identity(workload, TRACKS_DIR, rally_home=TRACKS_DIR)
+    assert identity.source == models.TrackSource.BUNDLED and identity.revision is None and len(identity.sha256) == 64
+    files = [*(TRACKS_DIR / "range-queries").glob("*.*"), *TRACKS_DIR.glob("*.j2")]
+    assert identity.sha256 == environment.files_sha256([f for f in files if f.is_file()], TRACKS_DIR)
+    other = environment.track_identity(models.Workload(track="codec-search"), TRACKS_DIR, rally_home=TRACKS_DIR)
+    assert other.sha256 != identity.sha256
+
+
+def test_a_git_track_is_identified_by_the_commit_rally_checked_out(tmp_path):
+    checkout = tmp_path / ".rally" / "benchmarks" / "tracks" / "esbench"
+    checkout.mkdir(parents=True)
+    (checkout / "track.json").write_text("{}")
+    git = ["git", "-C", str(checkout), "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "track"], check=True)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+    workload = models.Workload(track="t", source="Git", repository={"url": "https://example.invalid/t.git"})
+    assert environment.track_identity(workload, TRACKS_DIR, rally_home=tmp_path).revision == head
+    missing = models.Workload(track="geonames", source="RallyTracks")
+    assert environment.track_identity(missing, TRACKS_DIR, rally_home=tmp_path).revision is None
+
+
+def test_the_load_driver_names_its_kernel_cpu_and_processors():
+    driver = environment.load_driver()
+    assert driver.kernel and driver.processors >= 1 and driver.python
