@@ -31,6 +31,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from kubernetes.utils import parse_quantity
+
 from esbench.analysis import contrasts
 from esbench.api import models
 from esbench.api.race_report import FailureKind, RaceReport
@@ -124,7 +126,12 @@ def local_notes(spec: models.ExperimentSpec, options: Options) -> list[str]:
     nodes = sum(ns.count for ns in es.node_sets) if es.node_sets else es.node_count or 1
     if nodes > 1:
         notes.append(f"local mode runs one node; the spec asks for {nodes}")
-    ignored = [name for name, value in (("resources", es.resources), ("image", es.image)) if value]
+    resources = es.resources or models.ResourceRequirements()
+    others = bool(resources.requests) or bool(set(resources.limits or {}) - {"memory"})
+    ignored = [name for name, value in (("resources (but limits.memory)", others), ("image", es.image)) if value]
+    if memory_limit(es) is not None:
+        notes.append("resources.limits.memory bounds the local node's own memory cgroup (heap, native memory and "
+                     "page cache), as a pod's limit does")
     if es.storage.type != models.StorageType.EMPTY_DIR or es.storage.storage_class_name:
         ignored.append("storage (data lives in a temporary folder)")
     if ignored:
@@ -258,6 +265,12 @@ def check_root_endpoint(target: Target, version: str) -> None:
         raise ClusterNotReady(f"Elasticsearch {version} does not answer `GET /`: {error}") from error
 
 
+def memory_limit(es: models.Elasticsearch) -> int | None:
+    """spec.elasticsearch.resources.limits.memory in bytes (a Kubernetes quantity), if set."""
+    quantity = ((es.resources.limits or {}) if es.resources else {}).get("memory")
+    return None if quantity is None else int(parse_quantity(quantity))
+
+
 @contextlib.contextmanager
 def _local_cluster(spec: models.ExperimentSpec, options: Options, progress: Progress,
                    annotations: dict[str, str]) -> Iterator[localcluster.LocalCluster]:
@@ -266,6 +279,9 @@ def _local_cluster(spec: models.ExperimentSpec, options: Options, progress: Prog
     kwargs: dict[str, Any] = {}
     if es.config:
         kwargs["extra_settings"] = dict(es.config)
+    if memory_limit(es) is not None:
+        kwargs["memory_limit"] = memory_limit(es)
+        annotations["esbench.io/memory-limit"] = f"{memory_limit(es)} bytes, the local node's memory cgroup"
     if options.es_home:
         home_version = _es_home_version(options.es_home)
         if home_version and home_version != es.version:

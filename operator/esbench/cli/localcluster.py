@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from esbench.cli.memorycgroup import MemoryCgroup, Unavailable
 from esbench.runner.target import Target
 
 MAVEN_BASE = "https://repo1.maven.org/maven2/org/elasticsearch/distribution/integ-test-zip/elasticsearch"
@@ -137,6 +138,7 @@ class LocalCluster:
     username: str | None = None
     password: str | None = field(default=None, repr=False)
     ca_file: str | None = None
+    memory: MemoryCgroup | None = None  # the node's own memory cgroup (as root): its limit bounds the page cache
 
     @property
     def client(self) -> Target:
@@ -170,6 +172,8 @@ class LocalCluster:
             except subprocess.TimeoutExpired:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait()
+        if self.memory:
+            self.memory.remove()
         if not keep_files:
             shutil.rmtree(self.base_dir, ignore_errors=True)
 
@@ -185,6 +189,7 @@ def start(
     secure: bool = False,
     extra_settings: dict[str, Any] | None = None,
     home: Path | None = None,
+    memory_limit: int | None = None,
 ) -> LocalCluster:
     """Unpack, configure and start a single-node cluster on loopback; return once it is yellow.
 
@@ -193,6 +198,9 @@ def start(
     extra_settings are passed as -E settings after ours (so they win; the user's config).
     home: an already unpacked distribution (e.g. a full one) to run instead of the
     integ-test-zip; it is copied first (its launcher writes logs/gc.log into its home).
+    As root the node runs in a memory cgroup of its own (LocalCluster.memory), limited to
+    memory_limit bytes when given, as a pod's memory limit would: heap, native memory and page
+    cache together. A limit that cannot be honoured (not root, no memory controller) is an error.
     """
     # Not under pytest's tmp_path: those folders are 0700 root and the ES user could not enter.
     base = Path(base_dir) if base_dir else Path(tempfile.mkdtemp(prefix=f"esbench-es-{version}-"))
@@ -261,6 +269,9 @@ def start(
     command = [str(home / "bin" / "elasticsearch")] + [f"-E{k}={v}" for k, v in settings.items()]
     if as_root:
         command = ["runuser", "-u", user, "--", "env", *[f"{k}={v}" for k, v in env.items()], *command]
+    memory = _memory_cgroup(memory_limit, as_root)
+    if memory:  # joined before exec, so that every page the node touches is charged to it
+        command = ["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(memory.procs), *command]
     log_file = base / "stdout.log"
     with open(log_file, "wb") as out:
         process = subprocess.Popen(
@@ -269,7 +280,7 @@ def start(
     url = f"https://localhost:{http_port}" if secure else f"http://127.0.0.1:{http_port}"
     cluster = LocalCluster(
         version=version, url=url, base_dir=base, process=process, log_file=log_file,
-        username=username, password=password, ca_file=ca_file,
+        username=username, password=password, ca_file=ca_file, memory=memory,
     )
     try:
         cluster.wait_for_health("yellow", timeout)
@@ -277,3 +288,15 @@ def start(
         cluster.stop(keep_files=True)
         raise
     return cluster
+
+
+def _memory_cgroup(limit_bytes: int | None, as_root: bool) -> MemoryCgroup | None:
+    try:
+        memory = MemoryCgroup.create() if as_root or limit_bytes is not None else None
+    except Unavailable:
+        if limit_bytes is not None:
+            raise
+        return None
+    if memory and limit_bytes is not None:
+        memory.set_limit(limit_bytes)
+    return memory

@@ -1,0 +1,89 @@
+"""A memory cgroup of its own for a local Elasticsearch node, so that a memory limit bounds
+its page cache as a pod's limit bounds a pod's.
+
+Page cache is charged to the cgroup of the process that first reads or writes a page, and a
+cgroup over its limit has its cache reclaimed first: with a limit below heap + store, searches
+go to disk, which is the regime of an I/O-bound study. Needs root and a writable memory
+controller (cgroup v1 `memory` hierarchy or cgroup v2 with `memory` enabled); without them a
+limit cannot be honoured and `create` says why.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path("/sys/fs/cgroup")
+
+
+class Unavailable(RuntimeError):
+    """This machine (or user) cannot give a process a memory cgroup of its own."""
+
+
+def _controller(root: Path) -> tuple[Path, bool] | None:
+    """Where new memory cgroups go, and whether it is cgroup v2."""
+    if (root / "memory" / "memory.limit_in_bytes").exists():
+        return root / "memory", False
+    enabled = root / "cgroup.subtree_control"
+    if enabled.exists() and "memory" in enabled.read_text().split():
+        return root, True
+    return None
+
+
+@dataclass(frozen=True)
+class MemoryCgroup:
+    path: Path
+    v2: bool
+
+    @classmethod
+    def create(cls, name: str = "esbench-es", root: Path = ROOT) -> MemoryCgroup:
+        if os.geteuid() != 0:
+            raise Unavailable("a memory limit for a local node needs root (it creates a cgroup)")
+        controller = _controller(root)
+        if controller is None:
+            raise Unavailable(f"no memory cgroup controller under {root}")
+        parent, v2 = controller
+        path = parent / f"{name}-{uuid.uuid4().hex[:8]}"
+        try:
+            path.mkdir()
+        except OSError as error:
+            raise Unavailable(f"cannot create the memory cgroup {path}: {error}") from error
+        return cls(path, v2)
+
+    @property
+    def procs(self) -> Path:
+        """Write a pid here to move that process (and its future children) into the cgroup."""
+        return self.path / "cgroup.procs"
+
+    def set_limit(self, limit_bytes: int | None) -> None:
+        """Bound memory, page cache included (None: no limit). Lowering it reclaims cache at once."""
+        if self.v2:
+            (self.path / "memory.max").write_text("max" if limit_bytes is None else str(limit_bytes))
+        else:
+            (self.path / "memory.limit_in_bytes").write_text("-1" if limit_bytes is None else str(limit_bytes))
+
+    def anonymous_bytes(self) -> int:
+        """Memory that cannot be reclaimed without swap (the JVM's heap and native memory)."""
+        key = "anon" if self.v2 else "total_rss"
+        for line in (self.path / "memory.stat").read_text().splitlines():
+            name, value = line.split()
+            if name == key:
+                return int(value)
+        raise Unavailable(f"{self.path / 'memory.stat'} has no {key}")
+
+    def remove(self, timeout: float = 10.0) -> None:
+        """Once every process has left it (an exiting JVM takes a moment)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.path.rmdir()
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
