@@ -159,10 +159,12 @@ def test_without_es_url_elasticsearch_is_downloaded_started_over_https_and_stopp
 
 def test_what_local_mode_cannot_apply_is_said_up_front():
     spec = validation.parse_spec(validation.admit(_with("spec.elasticsearch", {
-        "version": LATEST, "nodeCount": 3, "resources": {"limits": {"memory": "4Gi"}}})))
+        "version": LATEST, "nodeCount": 3, "resources": {"limits": {"memory": "4Gi", "cpu": "2"}}})))
     notes = " ".join(local.local_notes(spec, local.Options()))
     assert "runs one node; the spec asks for 3" in notes
-    assert "resources" in notes and "storage" in notes
+    assert "not applied locally: spec.elasticsearch.resources (but limits.memory)" in notes and "storage" in notes
+    assert "resources.limits.memory bounds the local node's own memory cgroup" in notes
+    assert local.memory_limit(spec.elasticsearch) == 4 * 2**30
     remote = " ".join(local.local_notes(spec, local.Options(es_url="https://es.example:9200")))
     assert "used as it is" in remote
 

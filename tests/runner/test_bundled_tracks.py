@@ -125,6 +125,18 @@ def test_fixed_rates_are_held_and_each_task_gets_the_node_cpu_of_its_own_window(
     assert (run.work_dir / "node-stats.json").exists()
 
 
+def test_a_bulk_size_in_bytes_becomes_documents_of_the_generated_corpus(clusters, race):
+    cluster = clusters.get(LATEST)
+    params = {"doc_count": DOC_COUNT, "message_bytes": 5000, "bulk_bytes": 100_000}
+    run = race(spec("indexing", index={}, trackParams=params), cluster.url)
+    assert run.exit_code == 0, run.output
+    line = next(line for line in run.output.splitlines() if line.startswith("esbench: bulk_bytes 100000 is bulk_size"))
+    bulk_size = run.report.results.track_params["bulk_size"]
+    assert "bulk_bytes" not in run.report.results.track_params and f"bulk_size {bulk_size} " in line
+    assert 16 <= bulk_size <= 22  # 100 kB of documents of about 5.3 kB
+    assert count_documents(cluster, "indexing") == DOC_COUNT
+
+
 def test_best_compression_stores_the_same_corpus_in_less_space_than_default(clusters, race):
     cluster = clusters.get(LATEST)
     store = {}

@@ -88,3 +88,19 @@ def test_range_queries_decades_cover_exactly_the_years_of_a_period():
     generator = corpus.load_generator(TRACKS_DIR / "range-queries")
     assert generator.decades(1949, 1961) == ["1940", "1950", "1960"]
     assert generator.decades(1950, 1950) == ["1950"]
+
+
+@pytest.mark.parametrize("track", ["indexing", "codec-search"])
+def test_message_bytes_makes_log_events_of_that_size_and_leaves_the_default_corpus_as_it_was(track, tmp_path):
+    sizes = {}
+    for message_bytes in (None, 5000):
+        folder = tmp_path / str(message_bytes)
+        folder.mkdir()
+        (folder / corpus.GENERATOR).write_bytes((TRACKS_DIR / track / corpus.GENERATOR).read_bytes())
+        params = {"doc_count": 400} | ({"message_bytes": message_bytes} if message_bytes else {})
+        generated = corpus.generate(folder, track, params)
+        sizes[message_bytes] = generated.uncompressed_bytes / generated.document_count
+    assert 250 < sizes[None] < 450  # the short log lines the README states (about 350 bytes)
+    assert 5000 < sizes[5000] < 5600  # the message plus the other fields
+    # A bulk size in bytes becomes documents of this corpus.
+    assert generated.documents_in(5 * 2**20) == round(5 * 2**20 / sizes[5000])

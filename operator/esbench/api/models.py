@@ -60,6 +60,13 @@ class NodeSet(Model):
     roles: list[str] | None = None
 
 
+# elasticsearch.yml settings esbench gives every node of a cluster it creates, unless
+# spec.elasticsearch.config says otherwise. mmap needs vm.max_map_count >= 262144 on the
+# host, which a restricted pod cannot set; nodes prepared for it opt back in with
+# node.store.allow_mmap: "true". Local mode applies the same, so that both measure alike.
+DEFAULT_NODE_CONFIG: dict[str, Any] = {"node.store.allow_mmap": False}
+
+
 class Elasticsearch(Model):
     version: str
     node_count: int | None = Field(default=None, ge=1)
@@ -70,6 +77,10 @@ class Elasticsearch(Model):
     config: dict[str, Scalar] | None = None
     image: str | None = None
     tls: bool = True
+
+    def node_config(self) -> dict[str, Any]:
+        """elasticsearch.yml settings of every node: esbench's defaults, then the spec's config."""
+        return {**DEFAULT_NODE_CONFIG, **(self.config or {})}
 
 
 # --- spec.target: a cluster the Experiment uses but does not own ------------------------

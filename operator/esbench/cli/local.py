@@ -277,8 +277,8 @@ def _local_cluster(spec: models.ExperimentSpec, options: Options, progress: Prog
     es = spec.elasticsearch
     heap = es.heap or DEFAULT_HEAP
     kwargs: dict[str, Any] = {}
-    if es.config:
-        kwargs["extra_settings"] = dict(es.config)
+    kwargs["extra_settings"] = {name: str(value).lower() if isinstance(value, bool) else value
+                                for name, value in es.node_config().items()}
     if memory_limit(es) is not None:
         kwargs["memory_limit"] = memory_limit(es)
         annotations["esbench.io/memory-limit"] = f"{memory_limit(es)} bytes, the local node's memory cgroup"

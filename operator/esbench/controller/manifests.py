@@ -156,12 +156,8 @@ def cluster_manifest(owner: Owner, name: str, es: Elasticsearch) -> dict[str, An
 
 
 def _node_set(owner: Owner, es: Elasticsearch, name: str, count: int, roles: list[str] | None) -> dict[str, Any]:
-    # mmap needs vm.max_map_count >= 262144 on the host, which a restricted pod cannot set;
-    # nodes prepared for it can opt back in with config node.store.allow_mmap: true.
-    config: dict[str, Any] = {"node.store.allow_mmap": False}
-    if roles is not None:
-        config["node.roles"] = roles
-    config.update(es.config or {})
+    config: dict[str, Any] = {"node.roles": roles} if roles is not None else {}
+    config.update(es.node_config())
 
     container: dict[str, Any] = {"name": ES_CONTAINER}
     if es.heap:

@@ -38,6 +38,10 @@ class Corpus:
     uncompressed_bytes: int
     options: dict[str, Any]
 
+    def documents_in(self, size_bytes: int) -> int:
+        """How many documents of this corpus make size_bytes on average (at least one)."""
+        return max(1, round(size_bytes * self.document_count / self.uncompressed_bytes))
+
 
 def load_generator(track_dir: Path) -> ModuleType:
     # Loaded by path: track folder names such as "source-filtering" are not Python identifiers.
@@ -120,8 +124,10 @@ _STATUSES = [200] * 80 + [201] * 5 + [204] * 3 + [301, 302, 304] + [400] * 2 + [
 _TAGS = ["prod", "eu", "us", "canary", "batch", "web", "mobile", "internal"]
 
 
-def log_event(i: int, rng: random.Random, vocabulary: Vocabulary) -> dict[str, Any]:
-    """One log event (the shape of the indexing and codec-search corpora)."""
+def log_event(i: int, rng: random.Random, vocabulary: Vocabulary, message_bytes: int | None = None) -> dict[str, Any]:
+    """One log event (the shape of the indexing and codec-search corpora). With message_bytes,
+    its message is about that long (uniform 0.5x-1.5x), for documents of a realistic size;
+    else 8 to 30 words, as a short log line."""
     timestamp_ms = _LOG_START_MS + i * 7 + rng.randrange(7)
     seconds, millis = divmod(timestamp_ms, 1000)
     service = rng.choice(_SERVICES)
@@ -136,7 +142,8 @@ def log_event(i: int, rng: random.Random, vocabulary: Vocabulary) -> dict[str, A
         "client_ip": f"10.{rng.randrange(256)}.{rng.randrange(256)}.{rng.randrange(1, 255)}",
         "path": f"/{service}/{vocabulary.text(rng, 1)}/{rng.randrange(1000)}",
         "tags": rng.sample(_TAGS, rng.randint(0, 3)),
-        "message": vocabulary.text(rng, rng.randint(8, 30)),
+        "message": vocabulary.text_of_bytes(rng, int(rng.uniform(0.5, 1.5) * message_bytes)) if message_bytes
+        else vocabulary.text(rng, rng.randint(8, 30)),
     }
 
 

@@ -272,6 +272,13 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
             file=out,
             flush=True,
         )
+        if "bulk_bytes" in params:  # a bulk size in bytes, as people state it: Rally counts documents
+            if "bulk_size" in params:
+                return failed(FailureKind.TRACK_ERROR, "set the track param bulk_size (documents) or bulk_bytes, not both")
+            params["bulk_size"] = generated.documents_in(int(params.pop("bulk_bytes")))
+            print(f"esbench: bulk_bytes {spec.workload.track_params['bulk_bytes']} is bulk_size {params['bulk_size']} "
+                  f"(documents of {generated.uncompressed_bytes / generated.document_count:.0f} bytes on average)",
+                  file=out, flush=True)
     elif spec.workload.source == models.TrackSource.GIT:
         assert spec.workload.repository is not None  # spec_rejection checked it
         (rally_home / ".rally").mkdir(exist_ok=True)
