@@ -182,8 +182,11 @@ def test_a_failed_run_is_retried_and_a_run_that_keeps_failing_leaves_partial_res
     assert [c["cell"] for c in row["cells"]] == ["c0"], "the baseline's results stay visible"
 
 
-def test_gates_pass_when_no_contender_is_significantly_worse(apis, eck, standin_kubelet, namespace, operator, race_json):
-    create_sweep(apis, namespace, "even", matrix=CODECS, repetitions=2,
+def test_gates_pass_when_no_contender_is_significantly_worse_and_contrasts_are_kept_per_cell(
+        apis, eck, standin_kubelet, namespace, operator, race_json):
+    contrast = {"name": "queries", "baseline": "match-all", "variants": ["term-category"], "metrics": ["service_time.p50"]}
+    template = {**TEMPLATE, "workload": {**TEMPLATE["workload"], "contrasts": [contrast]}}
+    create_sweep(apis, namespace, "even", template=template, matrix=CODECS, repetitions=2,
                  gates=[{"task": "index-append", "metric": "throughput.median", "maxRegressionPercent": 5}])
     driver = Driver(apis, eck, standin_kubelet, namespace, race_json, "even")
     even = {"c0": [1000.0, 1010.0], "c1": [1008.0, 1001.0]}
@@ -195,6 +198,16 @@ def test_gates_pass_when_no_contender_is_significantly_worse(apis, eck, standin_
     gates = condition(done, "GatesPassed")
     assert (gates["status"], gates["reason"]) == ("True", "GatesPassed")
     assert done["status"]["gates"][0]["result"] == "Passed"
+    # The tasks of each cell's races compared with each other, over the cell's two runs.
+    service = {op["task"]: op["service_time"]["50_0"] for op in race_json["results"]["op_metrics"]}
+    expected_change = (service["term-category"] - service["match-all"]) / service["match-all"] * 100
+    assert [(c["cell"], c["name"]) for c in done["status"]["contrasts"]] == [("c0", "queries"), ("c1", "queries")]
+    for cell in done["status"]["contrasts"]:
+        (row,) = cell["rows"]
+        baseline, variant = row["cells"]
+        assert (row["metric"], baseline["cell"], variant["cell"]) == ("service_time.p50", "match-all", "term-category")
+        assert baseline["n"] == variant["n"] == 2
+        assert variant["changePercent"] == pytest.approx(expected_change, abs=0.01)
 
 
 def test_runs_removed_by_the_templates_ttl_keep_their_results_and_are_not_started_again(

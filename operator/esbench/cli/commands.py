@@ -135,6 +135,21 @@ def results_tables(results: models.Results) -> list[Table]:
             format_value(resources.io_read_bytes, "bytes"),
         )
     tables = [tasks]
+    with_resources = [t for t in results.tasks if t.resources]
+    if with_resources:
+        spent = Table(title="What the nodes spent while each task ran", title_justify="left", caption_justify="left",
+                      caption="window: from Rally's log, warm-up included; sums over nodes, CPU % and heap averaged")
+        columns = [("window", "seconds", "s"), ("node CPU", "process_cpu_percent", "%"),
+                   ("busiest node", "process_cpu_percent_max", "%"), ("CPU time", "process_cpu_ms", "ms"),
+                   ("host CPU", "os_cpu_percent", "%"), ("heap", "heap_used_bytes", "bytes"), ("GC", "gc_time_ms", "ms"),
+                   ("disk read", "io_read_bytes", "bytes"), ("reads", "io_read_operations", None),
+                   ("written", "io_write_bytes", "bytes")]
+        spent.add_column("task", no_wrap=True)
+        for header, _, _ in columns:
+            spent.add_column(header, justify="right", no_wrap=True)
+        for t in with_resources:
+            spent.add_row(t.task, *[format_value(getattr(t.resources, attribute), unit) for _, attribute, unit in columns])
+        tables.append(spent)
     measured = [m for m in compare.measurements(results) if m.section != Section.TASK and m.value is not None]
     if measured:
         cluster = Table(title="Cluster and nodes", title_justify="left")
