@@ -7,12 +7,14 @@ whole. One full race (smoke) checks the non-test-mode path and real percentiles.
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 
 import pytest
 
 from esbench.api import models
 from esbench.runner.corpus import TEST_MODE_COUNT
+from esbench.runner.race import TRACKS_DIR
 from tests.runner.elasticsearch import LATEST, VERSIONS
 
 DOC_COUNT = 600
@@ -29,6 +31,7 @@ TRACK_PARAMS = {
     "source-filtering": {"doc_count": DOC_COUNT, "body_bytes": 2048, "page_size": 100},
     "range-queries": {"doc_count": DOC_COUNT},
     "codec-search": {"doc_count": DOC_COUNT, "fetch_size": 100},
+    "period-search": {"doc_count": DOC_COUNT},
 }
 
 
@@ -135,6 +138,32 @@ def test_a_bulk_size_in_bytes_becomes_documents_of_the_generated_corpus(clusters
     assert "bulk_bytes" not in run.report.results.track_params and f"bulk_size {bulk_size} " in line
     assert 16 <= bulk_size <= 22  # 100 kB of documents of about 5.3 kB
     assert count_documents(cluster, "indexing") == DOC_COUNT
+
+
+def test_every_period_form_of_period_search_finds_the_same_people(clusters, race):
+    """The seed's four ways of writing "lived between A and B", as the track's parameter source
+    (run by Rally; loaded here from the file) builds them, for the windows it draws."""
+    cluster = clusters.get(LATEST)
+    run = race(spec("period-search", index={}, trackParams={"doc_count": 2000}), cluster.url)
+    assert run.exit_code == 0, run.output
+    cluster.client.request("POST", "period-search/_refresh")
+    loaded = importlib.util.spec_from_file_location("period_search_track", TRACKS_DIR / "period-search" / "track.py")
+    track = importlib.util.module_from_spec(loaded)
+    loaded.loader.exec_module(track)
+    source = track.PeriodQuery(None, {"variant": "ranges", "surnames": [], "tags": [], "seed": 7})
+    windows = [(first := source._random.randint(1600, 1950), first + source._random.randint(10, 60)) for _ in range(25)]
+    windows += [(1900, 1950), (1908, 1952), (1600, 1700), (1599, 1601)]  # round and odd bounds
+
+    def hits(variant, first, last):
+        body = {"size": 0, "track_total_hits": True,
+                "query": {"bool": {"filter": track.overlap(variant, first, last)}}}
+        return cluster.client.request("POST", "period-search/_search", body)["hits"]["total"]["value"]
+
+    for first, last in windows:
+        counts = {variant: hits(variant, first, last)
+                  for variant in ("ranges", "integer-range", "decades-and-edges", "terms-only")}
+        assert len(set(counts.values())) == 1, (first, last, counts)
+    assert hits("ranges", 1900, 1950) > 0
 
 
 def test_best_compression_stores_the_same_corpus_in_less_space_than_default(clusters, race):

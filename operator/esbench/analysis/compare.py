@@ -259,7 +259,7 @@ def _facts(environment: models.Environment | None) -> dict[str, str | None]:
     if environment is None:
         return {}
     track = environment.track
-    nodes = environment.nodes
+    nodes = environment.nodes or []
     driver = environment.load_driver or models.LoadDriverEnvironment()
 
     def across_nodes(attribute: str) -> str | None:

@@ -19,7 +19,7 @@ API_VERSION = f"{GROUP}/{VERSION}"
 KIND = "Experiment"
 PLURAL = "experiments"
 
-BUNDLED_TRACKS = ("smoke", "indexing", "source-filtering", "range-queries", "codec-search")
+BUNDLED_TRACKS = ("smoke", "indexing", "source-filtering", "range-queries", "codec-search", "period-search")
 
 
 # Scalars only, as the CRD allows (x-kubernetes-int-or-string) for elasticsearch.yml and index settings.
@@ -147,7 +147,7 @@ class OnError(str, Enum):
 
 
 # Bundled tracks whose search tasks take workload.load (tracks/search-load.j2).
-LOAD_TRACKS = ("source-filtering", "range-queries", "codec-search")
+LOAD_TRACKS = ("source-filtering", "range-queries", "codec-search", "period-search")
 
 
 class Load(Model):
@@ -410,7 +410,7 @@ class KubernetesEnvironment(Model):
 
     server_version: str | None = None
     rally: PodEnvironment | None = None
-    elasticsearch: list[PodEnvironment] = []
+    elasticsearch: list[PodEnvironment] | None = None
 
 
 class Environment(Model):
@@ -423,7 +423,7 @@ class Environment(Model):
     elasticsearch_build_hash: str | None = None
     elasticsearch_build_flavor: str | None = None
     lucene_version: str | None = None
-    nodes: list[NodeEnvironment] = []
+    nodes: list[NodeEnvironment] | None = None
     load_driver: LoadDriverEnvironment | None = None
     kubernetes: KubernetesEnvironment | None = None
 

@@ -164,7 +164,7 @@ def results_tables(results: models.Results) -> list[Table]:
 def describe_environment(environment: models.Environment) -> str:
     """The reproducibility record in one paragraph."""
     parts = [f"Elasticsearch {environment.elasticsearch_version} (build {(environment.elasticsearch_build_hash or '?')[:12]})"]
-    for node in environment.nodes:
+    for node in environment.nodes or []:
         parts.append(
             f"{node.node}: {node.jvm or 'JVM ?'}, {node.available_processors or '?'} processors, "
             f"heap {format_value(node.heap_max_bytes, 'bytes')}, memory limit {format_value(node.cgroup_memory_limit_bytes, 'bytes')}, "

@@ -291,7 +291,8 @@ class Reconciler:
             if experiment.cluster:
                 pods = sorted(self.kube.cluster_pods(experiment.namespace, experiment.cluster),
                               key=lambda pod: pod["metadata"]["name"])
-                record.elasticsearch = [platform.pod_environment(pod, manifests.ES_CONTAINER, node(pod)) for pod in pods]
+                record.elasticsearch = [platform.pod_environment(pod, manifests.ES_CONTAINER, node(pod))
+                                        for pod in pods] or None
         except Exception as error:
             self.emit(body, "Warning", "EnvironmentIncomplete", f"Part of the Kubernetes environment is not recorded: {error}")
         return record

@@ -99,7 +99,11 @@ def prepare_bundled_track(name: str, work_dir: Path, params: dict[str, Any]) -> 
     shutil.copytree(TRACKS_DIR / name, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     for part in TRACKS_DIR.glob("*.j2"):  # parts shared by the tracks, joined in by rally.collect("../...")
         shutil.copy(part, target.parent)
-    return target, corpus.generate(target, name, params)
+    generated = corpus.generate(target, name, params)
+    # Rally imports every Python file of a track that has a track.py; the generator is esbench's.
+    (target / corpus.GENERATOR).unlink()
+    shutil.rmtree(target / "__pycache__", ignore_errors=True)
+    return target, generated
 
 
 def rally_processes(rally_home: Path | None = None) -> list[int]:
@@ -348,7 +352,7 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
         esbench_version=environment.esbench_version(),
         rally_version=summary.rally_version,
         track=environment.track_identity(spec.workload, TRACKS_DIR, rally_home),
-        nodes=cluster_nodes,
+        nodes=cluster_nodes or None,
         load_driver=environment.load_driver(),
         **environment.cluster(root),
     )
