@@ -4,7 +4,7 @@ export ESBENCH_CACHE ?= $(HOME)/.cache/esbench
 VENV := .venv
 PYTHON := $(VENV)/bin/python
 
-.PHONY: deps lint test unit e2e e2e-kind demo demo-local node-up node-down bench sync-chart-crds clean
+.PHONY: deps lint test unit e2e e2e-kind demo demo-local node-up node-down bench studies sync-chart-crds clean
 
 # Everything the tests need, cached under $(ESBENCH_CACHE); fast when already there.
 deps:
@@ -54,6 +54,14 @@ demo-local:
 	bash scripts/python-env.sh $(VENV)
 	bash scripts/rally-env.sh
 	ESBENCH_ESRALLY=$(CURDIR)/.venv-rally/bin/esrally $(VENV)/bin/esbench run examples/quickstart.yaml
+
+# The seed studies at full size, on this machine (root, and nothing else running): their
+# figures go to examples/studies/*/results/. STUDIES="001-range-queries-cpu" for one.
+studies:
+	bash scripts/system-packages.sh
+	bash scripts/python-env.sh $(VENV)
+	bash scripts/rally-env.sh
+	$(PYTHON) scripts/studies.py $(STUDIES)
 
 node-up: deps
 	bash scripts/node/up.sh

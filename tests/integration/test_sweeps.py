@@ -279,6 +279,7 @@ def test_the_api_server_rejects_a_malformed_sweep(apis, namespace, change, messa
 
 def test_every_example_sweep_is_accepted_and_every_cell_is_a_valid_experiment(apis, namespace, repo_root):
     examples = sorted((repo_root / "examples" / "sweeps").glob("*.yaml"))
+    examples += sorted((repo_root / "examples" / "studies").glob("*/sweep.yaml"))
     assert {p.name for p in examples} >= {"indexing-knobs.yaml", "codec-search.yaml", "range-queries-versions.yaml",
                                           "source-filtering-pagination.yaml"}
     for path in examples:

@@ -8,7 +8,8 @@ import yaml
 from esbench.api import models
 from esbench.runner import race, rally
 
-EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.yaml"))
+ROOT = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = sorted(ROOT.glob("*.yaml")) + sorted(ROOT.glob("studies/*/experiment-*.yaml"))
 
 
 def test_there_is_an_example_per_question():
