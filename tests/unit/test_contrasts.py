@@ -2,7 +2,7 @@
 
 import yaml
 
-from esbench.analysis import contrasts
+from esbench.analysis import compare, contrasts
 from esbench.analysis.stats import Verdict
 from esbench.api import models
 from tests.support.result_files import FIXTURES
@@ -54,3 +54,11 @@ def test_the_crd_offers_exactly_the_task_metrics_of_esbench_compare():
     items = workload["properties"]["contrasts"]["items"]["properties"]["metrics"]["items"]
     assert items["enum"] == list(contrasts.METRICS)
     assert set(contrasts.DEFAULT_METRICS) <= set(contrasts.METRICS)
+
+
+def test_a_sweep_gate_may_name_every_metric_esbench_compare_has():
+    crd = yaml.safe_load((REPO / "crds" / "esbench.io_experimentsweeps.yaml").read_text())
+    spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    enum = spec["properties"]["gates"]["items"]["properties"]["metric"]["enum"]
+    every = [m.key for m, _ in (*compare.TASK_METRICS, *compare.CLUSTER_METRICS, *compare.NODE_METRICS)]
+    assert enum == every
