@@ -279,9 +279,10 @@ def _local_cluster(spec: models.ExperimentSpec, options: Options, progress: Prog
     kwargs: dict[str, Any] = {}
     kwargs["extra_settings"] = {name: str(value).lower() if isinstance(value, bool) else value
                                 for name, value in es.node_config().items()}
-    if memory_limit(es) is not None:
-        kwargs["memory_limit"] = memory_limit(es)
-        annotations["esbench.io/memory-limit"] = f"{memory_limit(es)} bytes, the local node's memory cgroup"
+    limit = memory_limit(es)
+    if limit is not None:
+        kwargs["memory_limit"] = limit
+        annotations["esbench.io/memory-limit"] = f"{limit} bytes, the local node's memory cgroup"
     if options.es_home:
         home_version = _es_home_version(options.es_home)
         if home_version and home_version != es.version:
