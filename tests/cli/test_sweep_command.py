@@ -6,7 +6,8 @@ import json
 
 import yaml
 
-from esbench.analysis import stats
+from esbench.analysis import contrasts, stats
+from esbench.api import models
 from esbench.runner.results import summarize
 from tests.support.experiments import successful_race_json
 
@@ -61,3 +62,18 @@ def test_a_file_without_a_sweep_is_refused(esbench, tmp_path):
     path.write_text(yaml.safe_dump({"apiVersion": "esbench.io/v1alpha1", "kind": "Experiment", "metadata": {}}))
     run = esbench("sweep", str(path))
     assert run.exit_code == 1 and "holds no ExperimentSweep" in run.stderr
+
+
+def test_sweep_prints_each_cells_contrasts_over_its_runs(esbench, tmp_path):
+    document = sweep_document()
+    runs = [summarize(successful_race_json()) for _ in range(3)]
+    workload = models.Workload(track="smoke", contrasts=[
+        models.Contrast(name="queries", baseline="match-all", variants=["term-category"], metrics=["service_time.p50"])])
+    document["status"]["contrasts"] = [{"cell": "c0", **c} for c in contrasts.to_wire(runs, workload)]
+    path = tmp_path / "codec.yaml"
+    path.write_text(yaml.safe_dump(document))
+    run = esbench("sweep", str(path))
+    assert run.exit_code == 0, run.stderr
+    text = " ".join(run.stdout.split())
+    assert "c0: contrast queries, against task match-all over the cell's runs" in text
+    assert "match-all" in text and "term-category" in text and "(n=3)" in text
