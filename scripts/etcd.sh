@@ -26,6 +26,6 @@ start=$(date +%s)
 )
 mv "$out/.etcd.tmp" "$out/etcd"
 rm -rf "$work"
-"$out/etcd" --version | head -1 >&2
+"$out/etcd" --version >&2  # all of it: `| head -1` kills etcd with SIGPIPE now and then (exit 141)
 echo "built in $(( $(date +%s) - start ))s" >&2
 echo "$out/etcd"

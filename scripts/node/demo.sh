@@ -34,7 +34,7 @@ while :; do
   phase=$(kubectl get esx quickstart -o 'jsonpath={.status.phase}')
   if [ "$phase" != "$shown" ]; then
     printf '%4ds  %-13s %s\n' $((SECONDS - started)) "${phase:-Pending}" \
-      "$(kubectl get esx quickstart -o 'jsonpath={.status.message}' | head -c 120)"
+      "$(kubectl get esx quickstart -o 'jsonpath={.status.message}' | cut -c -120)"
     shown=$phase
   fi
   [[ $phase == Succeeded || $phase == Failed ]] && break
