@@ -17,6 +17,8 @@ import uuid
 import pytest
 from kubernetes import client
 
+from tests.support.waiting import wait_for
+
 WATCHED = ["team-a", "team-b"]
 MODES = {"all-namespaces": {}, "watch-namespaces": {"watchNamespaces": WATCHED}}
 
@@ -285,3 +287,99 @@ def test_installed_chart_lets_the_operator_do_its_work_and_nothing_with_secrets(
         helm.run("uninstall", release, "--namespace", namespace, kubeconfig=kubeconfig, check=False)
         for name in [*watched, other]:
             control_plane.delete_namespace(name)
+
+
+def experiment(name: str, **spec) -> dict:
+    return {"apiVersion": "esbench.io/v1alpha1", "kind": "Experiment", "metadata": {"name": name},
+            "spec": {"workload": {"track": "smoke"}, **spec}}
+
+
+EXTERNAL = {"external": {"url": "https://es.example:9200", "username": "bench",
+                         "passwordSecret": {"name": "bench-credentials", "key": "password"}}}
+OWN_CLUSTER = {"elasticsearch": {"version": "8.15.3"}}
+
+
+def test_admission_policy_lets_a_user_hand_the_rally_pod_only_what_they_could_reach_themselves(
+        helm, kubectl, control_plane, namespace):
+    """The chart's ValidatingAdmissionPolicy on the real API server, for a user (alice,
+    impersonated) allowed to create Experiments and sweeps but, at first, nothing else: the
+    API server's authorizer decides for every Secret, cluster and image the spec names."""
+    objects = helm.template(release=release_name(), namespace="esbench-system")
+    policy = [o for o in objects if o["kind"].startswith("ValidatingAdmissionPolicy")]
+    operator_account = f"system:serviceaccount:esbench-system:{the(objects, 'ServiceAccount')['metadata']['name']}"
+
+    def grant(name: str, rules: list[dict], user: str = "alice") -> None:
+        role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                "metadata": {"name": name, "namespace": namespace}, "rules": rules}
+        binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                   "metadata": {"name": name, "namespace": namespace},
+                   "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+                   "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]}
+        applied = kubectl("apply", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": [role, binding]}))
+        assert applied.returncode == 0, applied.stderr
+
+    def create(body: dict, user: str = "alice"):
+        return kubectl("create", "--dry-run=server", "-o", "name", "-n", namespace, f"--as={user}", "-f", "-",
+                       stdin=json.dumps(body))
+
+    def refused(body: dict, user: str = "alice") -> str:
+        result = create(body, user)
+        assert result.returncode != 0, f"{body['metadata']['name']} was admitted"
+        return result.stderr
+
+    def admitted(body: dict, user: str = "alice") -> None:
+        result = create(body, user)
+        assert result.returncode == 0, result.stderr
+
+    esbench_objects = [{"apiGroups": ["esbench.io"], "resources": ["experiments", "experimentsweeps"],
+                        "verbs": ["create", "get", "update", "patch"]}]
+    grant("experimenter", esbench_objects)
+    grant("operator", esbench_objects, user=operator_account)
+    with_secret = experiment("external", target=EXTERNAL)
+    # RBAC alone: no policy yet. An installed chart's policy outlives `helm uninstall` for a
+    # moment in the API server's admission cache (a red CI met one): wait for it to drop.
+    policies = kubectl("get", "validatingadmissionpolicies", "-o", "name")
+    assert policies.returncode == 0 and policies.stdout.strip() == "", policies.stdout + policies.stderr
+    wait_for(lambda: create(with_secret).returncode == 0, what="no admission policy to apply")
+    applied = kubectl("apply", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": policy}))
+    assert applied.returncode == 0, applied.stderr
+    try:
+        # The API server loads a new policy in the background: wait for its first refusal.
+        message = wait_for(lambda: (result := create(with_secret)).returncode != 0 and result.stderr,
+                           what="the admission policy to take effect")
+        assert "you may not get Secret bench-credentials" in message and "spec.target.external.passwordSecret" in message
+
+        grant("read-bench-credentials", [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"],
+                                          "resourceNames": ["bench-credentials"]}])
+        wait_for(lambda: create(with_secret).returncode == 0, what="alice's right to read the Secret to reach the authorizer")
+        with_ca = experiment("external-ca", target={"external": {**EXTERNAL["external"],
+                                                                  "caSecret": {"name": "bench-ca", "key": "ca.crt"}}})
+        assert "you may not get Secret bench-ca" in refused(with_ca)
+
+        assert "you may not get Elasticsearch prod and its Secret prod-es-elastic-user" in refused(
+            experiment("ref", target={"elasticsearchRef": {"name": "prod"}}))
+
+        own_image = experiment("own-image", **OWN_CLUSTER, rally={"image": "alice/rally:1"})
+        git_track = experiment("git-track", **OWN_CLUSTER, workload={
+            "track": "mine", "source": "Git", "repository": {"url": "https://example.org/tracks.git"}})
+        for body in (own_image, git_track):
+            assert "only users who may create pods in" in refused(body)
+        assert "only users who may create Elasticsearch clusters" in refused(
+            experiment("es-image", elasticsearch={**OWN_CLUSTER["elasticsearch"], "image": "alice/es:1"}))
+        grant("run-pods", [{"apiGroups": [""], "resources": ["pods"], "verbs": ["create"]}])
+        wait_for(lambda: create(own_image).returncode == 0, what="alice's right to create pods to reach the authorizer")
+        admitted(git_track)
+        admitted(experiment("plain", **OWN_CLUSTER))
+
+        # A sweep is checked by its template; the operator creates its runs unchecked.
+        sweep = {"apiVersion": "esbench.io/v1alpha1", "kind": "ExperimentSweep", "metadata": {"name": "sweep"},
+                 "spec": {"template": {"target": {"external": {**EXTERNAL["external"], "passwordSecret": {
+                     "name": "other-credentials", "key": "password"}}}, "workload": {"track": "smoke"}},
+                     "matrix": [{"field": "index.codec", "values": ["default", "best_compression"]}]}}
+        assert "you may not get Secret other-credentials" in refused(sweep)
+        run = experiment("sweep-c0-r1-a1", target=sweep["spec"]["template"]["target"])
+        admitted(run, user=operator_account)
+
+    finally:
+        for obj in policy:
+            kubectl("delete", obj["kind"].lower(), obj["metadata"]["name"], "--ignore-not-found")

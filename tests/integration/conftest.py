@@ -23,11 +23,19 @@ def eck(control_plane) -> StandinEck:
 
 @pytest.fixture
 def operator(control_plane, tmp_path):
-    """The real operator as its own process; the Rally Job gets a 5 s deadline grace (not 120 s)."""
+    """The real operator as its own process; the Rally Job gets a 5 s deadline grace (not 120 s).
+
+    Its log goes to the teardown's output, which pytest shows only for a test that failed. A
+    handler that raised fails the test: whatever the test saw, the operator did not handle it.
+    """
     process = OperatorProcess(Path(control_plane.kubeconfig_path), tmp_path / "operator.log",
                               ESBENCH_JOB_DEADLINE_GRACE_SECONDS="5").start()
     yield process
     process.stop()
+    lines = process.log_path.read_text(errors="replace").splitlines()
+    print("operator log (last lines):\n" + "\n".join(lines[-200:]))
+    crashes = [line for line in lines if "failed with an exception" in line or "resync of" in line]
+    assert not crashes, "the operator's handlers raised:\n" + "\n".join(crashes)
 
 
 @pytest.fixture(scope="session")

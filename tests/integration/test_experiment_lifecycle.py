@@ -191,7 +191,8 @@ def test_a_cluster_the_api_server_rejects_fails_the_experiment_at_once(apis, eck
     message = failed["status"]["message"]
     assert "rejected Elasticsearch no-room (403)" in message and "exceeded quota" in message, message
     assert condition(failed, "ClusterReady")["reason"] == "ClusterRejected"
-    assert ("Warning", "ClusterRejected") in events(apis, namespace, "no-room")
+    # The final Event is posted after the status that ends the Experiment: wait for it.
+    wait_for(lambda: ("Warning", "ClusterRejected") in events(apis, namespace, "no-room"), what="the ClusterRejected Event")
 
 
 def test_a_job_the_api_server_rejects_fails_the_experiment_and_releases_its_cluster(apis, eck, namespace, operator):
@@ -315,7 +316,8 @@ def test_a_crash_between_the_final_status_and_the_cleanup_is_mended_at_restart(a
         {"status": {"phase": "Failed", "reason": "ClusterNotReady", "message": "simulated"}})
     operator.start()
     wait_for(lambda: not es_exists(eck, namespace, "crashed"), what="the pending cleanup (policy Delete)")
-    assert ("Normal", "ClusterDeleted") in events(apis, namespace, "crashed")
+    # The Event follows the deletion: wait for it rather than read the events at once.
+    wait_for(lambda: ("Normal", "ClusterDeleted") in events(apis, namespace, "crashed"), what="the ClusterDeleted Event")
 
 
 def test_track_params_that_repeat_index_settings_fail_as_invalid_spec(apis, eck, namespace, operator):

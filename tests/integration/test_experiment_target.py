@@ -7,6 +7,9 @@ work (support.standin_kubelet), as in test_experiment_lifecycle.
 
 from __future__ import annotations
 
+import time
+from datetime import UTC, datetime, timedelta
+
 from esbench.api.race_report import RaceReport
 from esbench.runner.results import summarize
 from tests.support.experiments import (
@@ -62,10 +65,18 @@ def test_a_referenced_eck_cluster_is_waited_for_used_and_never_deleted(
     assert "ClusterDeleted" not in [reason for _, reason in events(apis, namespace, "on-shared")]
 
 
-def test_a_reference_to_a_missing_cluster_fails_after_the_ready_timeout(apis, eck, namespace, operator):
-    create_experiment(apis, namespace, "dangling", elasticsearch=None,
-                      target={"elasticsearchRef": {"name": "nowhere"}}, rally={"clusterReadyTimeoutSeconds": 30})
-    failed = wait_phase(apis, namespace, "dangling", "Failed", timeout=60)
+def test_a_reference_to_a_missing_cluster_fails_after_the_ready_timeout_from_its_creation(
+        apis, eck, namespace, operator):
+    """The timeout counts from the Experiment's creation: made while the operator was down and
+    past its timeout when the operator comes back, it fails at once, not a timeout later."""
+    operator.stop()
+    created = create_experiment(apis, namespace, "dangling", elasticsearch=None,
+                                target={"elasticsearchRef": {"name": "nowhere"}},
+                                rally={"clusterReadyTimeoutSeconds": 30})
+    deadline = datetime.strptime(created["metadata"]["creationTimestamp"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    time.sleep(max(0.0, (deadline + timedelta(seconds=31) - datetime.now(UTC)).total_seconds()))
+    operator.start()
+    failed = wait_phase(apis, namespace, "dangling", "Failed", timeout=15)
     assert failed["status"]["reason"] == "ClusterNotFound"
     assert "nowhere" in failed["status"]["message"]
     assert not es_exists(eck, namespace, "nowhere"), "a referenced cluster is never created"

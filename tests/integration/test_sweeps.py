@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 
+import kubernetes
 import pytest
 import yaml
 from kubernetes.client.exceptions import ApiException
@@ -246,6 +247,32 @@ def test_a_run_deleted_mid_race_is_a_failed_attempt_and_retried_once(
     assert driver.started == ["gone-c0-r1", "gone-c0-r1-a2"]
 
 
+def test_a_run_deleted_the_moment_it_exists_is_a_failed_attempt_never_started_twice(
+        apis, eck, namespace, operator):
+    """Deleted before the sweep has listed it even once: the sweep recorded it when it started it."""
+    created = []
+    watch = kubernetes.watch.Watch()
+    stream = watch.stream(apis.custom.list_namespaced_custom_object, models.GROUP, models.VERSION, namespace,
+                          models.PLURAL, label_selector="esbench.io/sweep=instant", timeout_seconds=60)
+    create_sweep(apis, namespace, "instant", matrix=[{"field": "index.codec", "values": ["default"]}],
+                 repetitions=1, maxRetries=1)
+    for event in stream:
+        if event["type"] == "ADDED":
+            name = event["object"]["metadata"]["name"]
+            created.append(name)
+            apis.custom.delete_namespaced_custom_object(models.GROUP, models.VERSION, namespace, models.PLURAL, name)
+        if len(created) == 2:
+            break
+    done = wait_for(lambda: (s := get_sweep(apis, namespace, "instant")) and phase(s) == "Failed" and s, 30,
+                    "the sweep to fail")
+    watch.stop()
+    assert [(r["name"], r["reason"]) for r in done["status"]["runs"]] == [
+        ("instant-c0-r1", "RunDeleted"), ("instant-c0-r1-a2", "RunDeleted")]
+    started = [e.message.split(":")[0] for e in apis.core.list_namespaced_event(
+        namespace, field_selector="involvedObject.name=instant,reason=RunStarted").items]
+    assert sorted(started) == ["instant-c0-r1", "instant-c0-r1-a2"], "no run started twice"
+
+
 def test_a_cell_the_experiment_crd_rejects_fails_the_sweep_before_any_run(apis, eck, namespace, operator):
     create_sweep(apis, namespace, "bad", matrix=[{"field": "index.refreshInterval", "values": ["1s", "soon"]}])
     done = wait_for(lambda: (s := get_sweep(apis, namespace, "bad")) and phase(s) == "Failed" and s, 30,
@@ -260,6 +287,10 @@ def test_a_cell_the_experiment_crd_rejects_fails_the_sweep_before_any_run(apis, 
     ({"metadata": {"name": "1st-sweep"}}, "metadata.name must be a DNS-1035 label"),
     ({"metadata": {"name": "codec.search"}}, "metadata.name must be a DNS-1035 label"),
     ({"spec": {"matrix": [{"field": "spec.index.codec", "values": ["default"]}]}}, "matrix field must be a field"),
+    ({"spec": {"matrix": [{"field": "target.external.url", "values": ["http://es:9200"]}]}},
+     "matrix field must be a field"),
+    ({"spec": {"matrix": [{"field": "rally.image", "values": ["mine/rally:1"]}]}},
+     "rally.image, elasticsearch.image, workload.source and workload.repository cannot vary between cells"),
     ({"spec": {"repetitions": 0}}, "spec.repetitions"),
     ({"spec": {"gates": [{"task": "index-append", "metric": "speed", "maxRegressionPercent": 5}]}}, "spec.gates[0].metric"),
     ({"spec": {"template": {"elasticsearch": {"version": "8.15.3"}}}}, "spec.template.workload: Required value"),
@@ -279,9 +310,10 @@ def test_the_api_server_rejects_a_malformed_sweep(apis, namespace, change, messa
 
 def test_every_example_sweep_is_accepted_and_every_cell_is_a_valid_experiment(apis, namespace, repo_root):
     examples = sorted((repo_root / "examples" / "sweeps").glob("*.yaml"))
-    examples += sorted((repo_root / "examples" / "studies").glob("*/sweep.yaml"))
+    studies = repo_root / "examples" / "studies"
+    examples += sorted(studies.glob("*/sweep*.yaml")) + sorted(studies.glob("*/curve-*.yaml"))
     assert {p.name for p in examples} >= {"indexing-knobs.yaml", "codec-search.yaml", "range-queries-versions.yaml",
-                                          "source-filtering-pagination.yaml"}
+                                          "source-filtering-pagination.yaml", "curve-clients.yaml", "sweep-shards.yaml"}
     for path in examples:
         document = yaml.safe_load(path.read_text())
         stored = apis.custom.create_namespaced_custom_object(

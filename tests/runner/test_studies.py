@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import urllib.error
 
 import pytest
 import yaml
@@ -53,3 +54,142 @@ def test_001_node_cpu_per_query_form_at_a_fixed_rate(clusters, race):
     assert [c["cell"] for c in cpu["cells"]] == ["match-terms", "ranges", "integer-range", "decades-and-edges",
                                                  "terms-only"]
     assert "missingTasks" not in contrast
+
+
+
+CODEC_SETUP = ["delete-index", "create-index", "check-cluster-health", "index-append", "force-merge",
+               "refresh-after-force-merge", "flush-after-force-merge"]
+MiB = 2**20
+
+
+def test_002_random_hits_read_the_disk_when_the_store_is_several_times_the_page_cache(clusters, race):
+    """Reduced: 60000 events of about 2.4 KB, 5 s at 10 requests/s from 4 clients (the study:
+    700000 events, 120 s at 8/s). The session's 8.7.1 node runs in a memory cgroup of its own
+    (as root); its limit is lowered only for the searches, to what the node holds plus 32 MiB:
+    the page cache gets at most that, shared with the JVM's own mapped files, less as the heap
+    touches more of itself (less room would let the heap's growth kill the node). Indexing
+    under a tight limit could push the node's native memory over it. This node keeps the
+    suite's mmap setting (off); the study turns it on. Rally counts throughput in 1 s buckets:
+    at 10/s a bucket is 10 % off by one request."""
+    cluster = clusters.get(LATEST)
+    if cluster.memory is None:
+        pytest.fail("the node has no memory cgroup of its own: this test needs root (as `make test` runs)")
+    rate, period, warmup = 10, 5, 2
+    spec = study_spec("002-best-compression-io/experiment-default.yaml",
+                      trackParams={"doc_count": 60000, "seed": 7, "message_bytes": 2000},
+                      load={"targetThroughput": rate, "clients": 4, "timePeriodSeconds": period,
+                            "warmupTimePeriodSeconds": warmup})
+    del spec["workload"]["excludeTasks"]
+    indexed = race({**spec, "workload": {**spec["workload"], "includeTasks": CODEC_SETUP}}, cluster.url)
+    assert indexed.exit_code == 0, indexed.output
+    store = indexed.report.results.cluster.store_size_bytes
+    cache_left = 32 * MiB
+    assert store > 3 * cache_left, "the store must be several times the page cache left"
+
+    cluster.memory.set_limit(cluster.memory.anonymous_bytes() + cache_left)
+    try:
+        searched = race({**spec, "workload": {**spec["workload"], "includeTasks": ["random-hits", "count-errors"]}},
+                        cluster.url)
+    finally:
+        cluster.memory.set_limit(None)
+    assert searched.exit_code == 0, searched.output
+    tasks = {t.task: t for t in searched.report.results.tasks}
+    hits, control = tasks["random-hits"], tasks["count-errors"]
+    print(f"store {store / MiB:.1f} MiB; random-hits {hits.throughput.median} ops/s, service p50 "
+          f"{hits.service_time.p50} ms, reads {hits.resources.io_read_bytes / MiB:.1f} MiB in "
+          f"{hits.resources.io_read_operations} operations; count-errors {control.resources.io_read_bytes / MiB:.1f} MiB")
+    assert hits.throughput.median == pytest.approx(rate, rel=0.1)
+    # Hits scattered over a store that does not fit: most requests go to the disk.
+    assert hits.resources.io_read_operations >= rate * (period + warmup) / 2, hits.resources
+    assert control.resources.io_read_bytes < hits.resources.io_read_bytes / 5, (control.resources, hits.resources)
+    settings = cluster.client.get("codec-search/_settings")["codec-search"]["settings"]["index"]
+    assert settings.get("codec", "default") == "default"
+
+SOURCE_TASKS = ["paginate-full-source", "paginate-no-source", "paginate-source-title", "paginate-fields-title",
+                "paginate-source-body", "paginate-fields-body"]
+
+
+def test_000_every_way_of_returning_fields_exports_a_merged_index_newest_first(clusters, race):
+    """Reduced: 2000 documents of about 8 KB in pages of 500 (the study: 25000 of about 38 KB in
+    pages of 1000), one warm-up and two measured exports per task."""
+    spec = study_spec("000-source-filtering/experiment-8-7.yaml",
+                      trackParams={"doc_count": 2000, "body_bytes": 8000, "page_size": 500,
+                                   "search_warmup_iterations": 1, "search_iterations": 2})
+    cluster = clusters.get(spec["elasticsearch"]["version"])
+    run = race(spec, cluster.url)
+    assert run.exit_code == 0, run.output
+    results = run.report.results
+    tasks = {t.task: t for t in results.tasks}
+    assert results.cluster.segment_count == 1  # force-merged, as the seed's PMC track does
+    for earlier, later in itertools.pairwise(tasks[n] for n in SOURCE_TASKS):  # one after the other, in order
+        assert earlier.end <= later.start
+    for name in SOURCE_TASKS:
+        assert tasks[name].service_time.p50 > 0 and tasks[name].error_rate == 0, name
+    # The order each export reads in: newest first by the `created` timestamp.
+    page = cluster.client.request("POST", "source-filtering/_search", {
+        "size": 500, "sort": [{"created": "desc"}], "_source": ["id"], "query": {"match_all": {}}})
+    assert [h["_source"]["id"] for h in page["hits"]["hits"]] == list(range(1999, 1499, -1))
+    workload = models.ExperimentSpec.model_validate(spec).workload
+    (contrast,) = contrasts.to_wire([results], workload)
+    p50 = next(r for r in contrast["rows"] if r["metric"] == "service_time.p50")
+    assert [c["cell"] for c in p50["cells"]] == SOURCE_TASKS
+    assert "missingTasks" not in contrast
+
+
+def test_003_the_esql_study_runs_up_to_its_queries_where_es_ql_is_missing(clusters, race):
+    """ES|QL is not in the offline distribution, so the study cannot answer here; this runs the
+    track for real up to its queries (real esrally renders it and loads its parameter source,
+    real Elasticsearch indexes and merges) and shows that every fraction task, and only they,
+    fail for want of ES|QL. Reduced: 5000 documents, three of the twelve fractions."""
+    spec = study_spec("003-esql-stored-fields/target.yaml",
+                      trackParams={"doc_count": 5000, "fractions": [100.0, 99.9, 10.0],
+                                   "search_warmup_iterations": 0, "search_iterations": 2},
+                      onError="continue")
+    cluster = clusters.get(LATEST)
+    del spec["target"]
+    spec["elasticsearch"] = {"version": LATEST}
+    run = race(spec, cluster.url)
+    assert run.report.failure.kind == "RaceErrors", run.output
+    rates = {t.task: t.error_rate for t in run.report.results.tasks}
+    fractions = ["fraction-100.0", "fraction-099.9", "fraction-010.0"]
+    assert [t for t, rate in rates.items() if rate] == fractions and all(rates[t] == 1 for t in fractions)
+    assert "index-append" in rates
+    assert cluster.client.get("esql-stored-fields/_count")["count"] == 5000
+    assert run.report.results.cluster.segment_count == 1  # force-merged, as the PR did
+    # What each of those requests got: this distribution has no ES|QL endpoint (/_query reads as an index).
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        cluster.client.request("POST", "_query", {"query": "FROM esql-stored-fields | STATS SUM(LENGTH(text))"})
+    assert refused.value.code == 405 and "Incorrect HTTP method for uri [/_query]" in refused.value.read().decode()
+
+
+def test_004_bulk_rejections_are_counted_and_the_race_goes_on(clusters, race):
+    """Reduced: 32 clients each send their share, 800 documents of about 5 KB, in one bulk
+    (bulk_bytes 5 MB is more than a share) at once (the study: 1 to 64 clients,
+    100000 documents of about 5 KB in bulks of 5 MB). Together that is more than the 8.7.1
+    test node's indexing pressure limit (10 % of its 1 GB heap), so the node refuses some bulks
+    whole (429). The race must go on and count them, and the documents the node really indexed
+    must be told apart from Rally's throughput, which counts the refused ones too. About
+    two minutes here, with the node already started."""
+    clients, docs_per_client = 32, 800
+    (document,) = [d for d in yaml.safe_load_all((STUDIES / "004-indexing-curves/curve-clients.yaml").read_text())]
+    spec = copy.deepcopy(document["spec"]["template"])
+    assert spec["elasticsearch"]["version"] == LATEST and spec["workload"]["maxErrorRate"] == 1
+    spec["workload"]["trackParams"].update(doc_count=clients * docs_per_client, bulk_bytes=5_000_000,
+                                           bulk_indexing_clients=clients)
+    cluster = clusters.get(LATEST)
+    run = race(spec, cluster.url)
+    assert run.exit_code == 0, run.output
+    bulk = next(t for t in run.report.results.tasks if t.task == "index-append")
+    indexed = cluster.client.get("indexing/_count")["count"]
+    print(f"error rate {bulk.error_rate}, write rejections {bulk.resources.write_rejections}, indexed {indexed}, "
+          f"Rally's throughput {bulk.throughput.median} docs/s")
+    assert 0 < bulk.error_rate < 1 and bulk.resources.write_rejections >= 1, bulk
+    # Refused bulks are missing from the index (Rally's client retries a 429 three times at
+    # once, then gives up); the node's own count of what it indexed says how many.
+    assert indexed < clients * docs_per_client
+    # The node's own count over the race is exact; the task's share is interpolated between
+    # samples at the window's ends (2 s apart against a window of about 30 s), so it is not.
+    (node,) = run.report.results.nodes
+    assert node.indexing_total == indexed
+    assert 0 < bulk.resources.index_operations <= indexed * 1.01
+    assert "within workload.maxErrorRate" in run.output

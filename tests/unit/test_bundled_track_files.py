@@ -66,6 +66,26 @@ def test_the_same_params_generate_byte_identical_corpora(track, tmp_path):
     }
 
 
+def test_a_cached_corpus_is_generated_once_per_generator_and_params(tmp_path):
+    cache = tmp_path / "cache"
+
+    def prepared(name: str, **params) -> tuple[corpus.Corpus, bytes]:
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / corpus.GENERATOR).write_bytes((TRACKS_DIR / "smoke" / corpus.GENERATOR).read_bytes())
+        generated = corpus.generate(folder, "smoke", {"doc_count": 20, **params}, cache)
+        return generated, (folder / corpus.DOCUMENTS).read_bytes()
+
+    first, documents = prepared("first")
+    (kept,) = cache.iterdir()
+    # Marked in the cache: a corpus that comes out with the mark was copied, not generated again.
+    (kept / corpus.DOCUMENTS).write_bytes(documents + b"{}\n")
+    again, copied = prepared("again")
+    assert again == first and copied == documents + b"{}\n"
+    other, different = prepared("other", seed=2)
+    assert other.options["seed"] == 2 and different != documents and len(list(cache.iterdir())) == 2
+
+
 def test_another_seed_gives_another_corpus_and_test_mode_gets_the_first_1000(tmp_path):
     texts = []
     for seed in (1, 2):

@@ -142,6 +142,17 @@ def test_a_field_outside_the_spec_is_invalid(field):
         plan({"field": field, "values": ["x"]})
 
 
+@pytest.mark.parametrize("field, value", [
+    ("rally.image", "mine/rally:1"), ("elasticsearch.image", "mine/es:1"), ("workload.source", "Git"),
+    ("workload.repository.url", "https://example.org/tracks.git"), ("target.external.url", "http://es:9200"),
+])
+def test_what_admission_checks_against_the_creator_cannot_vary_between_cells(field, value):
+    # Runs are created by the operator: the chart's admission policy only sees the template.
+    for matrix, include in (([{"field": field, "values": [value]}], None), ([], [{field: value}])):
+        with pytest.raises(grid.InvalidSweep, match=f"field '{field}' cannot vary between cells"):
+            plan(*matrix, include=include)
+
+
 def test_cells_come_back_with_crd_defaults():
     spec = plan(CODECS).cells[0].spec
     assert spec["workload"]["source"] == "Bundled"

@@ -1,4 +1,5 @@
-"""Every API call the operator makes has a timeout, so a hung API server cannot stall it."""
+"""Every API call the operator makes has a timeout, so a hung API server cannot stall it; an Event
+the server refuses does not stop the step that posts it."""
 
 import socket
 
@@ -34,3 +35,18 @@ def test_a_call_that_sets_its_own_timeout_keeps_it():
     api_client.call_api("GET", "http://127.0.0.1:1/x")
     api_client.call_api("GET", "http://127.0.0.1:1/x", _request_timeout=30)
     assert seen == [(1, 2), 30]
+
+
+def test_an_event_the_server_refuses_is_dropped_so_that_the_step_goes_on(caplog):
+    """Events are best effort: one refused (here: its namespace is being deleted) must not end the
+    reconcile step that posts it before, say, a cleanup. The refusal is the server's answer."""
+    kube = Kube(BoundedApiClient(client.Configuration()))
+
+    def refuse(namespace, body):
+        raise client.exceptions.ApiException(status=403, reason="Forbidden")
+
+    kube.core.create_namespaced_event = refuse
+    experiment = {"apiVersion": "esbench.io/v1alpha1", "kind": "Experiment",
+                  "metadata": {"name": "e", "namespace": "gone", "uid": "u"}}
+    kube.post_event(experiment, "Normal", "ClusterDeleted", "deleted")
+    assert "Event ClusterDeleted on gone/e not posted: 403 Forbidden" in caplog.text

@@ -104,6 +104,25 @@ def test_nodes_are_summed_or_averaged_and_the_busiest_node_is_named_by_its_figur
     assert figures.process_cpu_percent == 50 and figures.process_cpu_percent_max == 80
 
 
+def test_write_rejections_add_the_thread_pool_and_indexing_pressure_and_indexed_documents_are_counted():
+    def with_writes(at, rejected, coordinating, primary, indexed):
+        sample = timed(at, 0)
+        sample["nodes"]["n1"].update(
+            thread_pool={"write": {"rejected": rejected}},
+            indexing_pressure={"memory": {"total": {"coordinating_rejections": coordinating,
+                                                    "primary_rejections": primary, "replica_rejections": 0}}},
+            indices={"indexing": {"index_total": indexed}})
+        return sample
+
+    samples = [with_writes(0, 1, 5, 0, 0), with_writes(10, 3, 9, 1, 800)]
+    figures = nodestats.task_resources(samples, taskwindows.TaskWindow("t", 0, 10), {"n1": 1})
+    assert figures.write_rejections == 2 + 4 + 1 and figures.index_operations == 800
+    # 7.x before 7.9 has no indexing pressure: the thread pool alone.
+    for sample in samples:
+        del sample["nodes"]["n1"]["indexing_pressure"]
+    assert nodestats.task_resources(samples, taskwindows.TaskWindow("t", 0, 10), {"n1": 1}).write_rejections == 2
+
+
 def test_a_window_outside_the_sampled_span_or_without_processors_leaves_figures_unknown():
     samples = [timed(10, 0), timed(20, 1000)]
     early = nodestats.task_resources(samples, taskwindows.TaskWindow("early", 5, 15), {"n1": 2})

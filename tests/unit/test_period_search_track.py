@@ -3,7 +3,6 @@ every form of "lived between A and B" means start <= B and end >= A, checked her
 year pair against an evaluator of the clauses it builds; the real Elasticsearch check is in
 tests/runner/test_bundled_tracks.py."""
 
-import importlib.util
 import json
 import random
 
@@ -11,19 +10,11 @@ import pytest
 
 from esbench.runner import corpus
 from esbench.runner.race import TRACKS_DIR
+from tests.support import track_modules
 
 FOLDER = TRACKS_DIR / "period-search"
-
-
-def load(name, path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-track = load("period_search_track", FOLDER / "track.py")
-generator = load("period_search_corpus", FOLDER / "corpus.py")
+track = track_modules.parameter_source("period-search")
+generator = corpus.load_generator(FOLDER)
 
 
 def matches(clause, doc):

@@ -8,6 +8,7 @@ Experiment has the figures for it (CPU, for instance, exists only when the runne
 from __future__ import annotations
 
 import io
+import json
 import math
 from dataclasses import dataclass
 
@@ -17,7 +18,7 @@ matplotlib.use("Agg")  # off-screen; must precede pyplot
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
-from esbench.analysis.compare import Entry, format_value
+from esbench.analysis.compare import Entry, format_value, indexed_per_second
 from esbench.api import models
 
 _PERCENTILES = ("p50", "p90", "p99", "p100")
@@ -82,6 +83,11 @@ def _task(entry: Entry, name: str) -> models.TaskResult | None:
     return next((t for t in entry.results.tasks if t.task == name), None)
 
 
+def _tasks_with_throughput(entries: list[Entry]) -> list[str]:
+    return [name for name in _task_order(entries)
+            if any((t := _task(e, name)) and t.throughput and t.throughput.median is not None for e in entries)]
+
+
 def _legend(figure: Figure, entries: list[Entry], colours: list) -> None:
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in colours]
     figure.legend(handles, [e.label for e in entries], loc="outside lower center", ncol=min(len(entries), 4),
@@ -90,8 +96,7 @@ def _legend(figure: Figure, entries: list[Entry], colours: list) -> None:
 
 def throughput(entries: list[Entry]) -> Chart | None:
     """Median throughput per task: one panel per task (tasks differ in unit and magnitude)."""
-    tasks = [name for name in _task_order(entries)
-             if any((t := _task(e, name)) and t.throughput and t.throughput.median is not None for e in entries)]
+    tasks = _tasks_with_throughput(entries)
     if not tasks:
         return None
     colours = _colours(len(entries))
@@ -202,5 +207,82 @@ def cpu(entries: list[Entry]) -> Chart | None:
                            "% of the host's CPUs", labels, "cpu", "CPU per configuration", errors=p90s)
 
 
+def _flatten(value: object, prefix: str = "") -> dict[str, object]:
+    if isinstance(value, dict):
+        return {k: v for key, item in value.items() for k, v in _flatten(item, f"{prefix}{key}.").items()}
+    return {prefix.rstrip("."): value}
+
+
+def _settings(entry: Entry) -> dict[str, object]:
+    if entry.spec is not None:
+        return _flatten(entry.spec.model_dump(mode="json", by_alias=True, exclude_none=True))
+    return _flatten({"trackParams": entry.results.track_params or {}})
+
+
+def varying_setting(entries: list[Entry]) -> tuple[str, list[float]] | None:
+    """The one setting the Experiments differ in, when it is a number in each (bulk size, clients,
+    shards...): the x axis of a curve. None when they differ in more or fewer, or not in numbers."""
+    settings = [_settings(e) for e in entries]
+    keys = sorted({k for s in settings for k in s})
+    varying = [k for k in keys if len({json.dumps(s.get(k), sort_keys=True) for s in settings}) > 1]
+    if len(varying) != 1:
+        return None
+    values = [s.get(varying[0]) for s in settings]
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values) or len(set(values)) < 3:
+        return None
+    return varying[0], [float(v) for v in values]
+
+
+def curves(entries: list[Entry]) -> Chart | None:
+    """Each task's median throughput against the one setting that varies (at least three values),
+    with what the nodes indexed where they said (rejected documents left out) and the error rate
+    where requests failed (e.g. rejected bulk requests): the shape of a knob, its knee and where
+    it starts to fail. Repetitions of a value are dots; the lines join means."""
+    found = varying_setting(entries)
+    if found is None:
+        return None
+    setting, xs = found
+    tasks = _tasks_with_throughput(entries)
+    if not tasks:
+        return None
+    figure, axes = _grid(len(tasks), 3.0)
+    for ax, name in zip(axes, tasks, strict=True):
+        points: dict[float, list[models.TaskResult]] = {}
+        for x, entry in zip(xs, entries, strict=True):
+            task = _task(entry, name)
+            if task and task.throughput and task.throughput.median is not None:
+                points.setdefault(x, []).append(task)
+        ordered = sorted(points)
+
+        def mean(figure_of, ordered: list[float] = ordered, points: dict = points) -> list[float | None]:
+            found = [[v for t in points[x] if (v := figure_of(t)) is not None] for x in ordered]
+            return [sum(values) / len(values) if values else None for values in found]
+
+        ax.scatter([x for x in ordered for _ in points[x]], [t.throughput.median for x in ordered for t in points[x]],
+                   color="tab:blue", s=14, zorder=3)
+        ax.plot(ordered, mean(lambda t: t.throughput.median), color="tab:blue", label="throughput (median)")
+        indexed = mean(lambda t: indexed_per_second(t)[0])
+        if any(v is not None for v in indexed):
+            ax.plot(ordered, indexed, color="tab:green", marker=".", label="indexed by the nodes (docs/s)")
+        ax.legend(frameon=False, fontsize=7, loc="lower right")
+        ax.set_ylim(bottom=0)
+        ax.set_ylabel(points[ordered[0]][0].throughput.unit or "")
+        if ordered[0] > 0 and ordered[-1] / ordered[0] >= 8:
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(ordered, [format_value(x, None) for x in ordered], rotation=30, ha="right")
+        ax.set_xlabel(setting)
+        ax.set_title(name)
+        errors = mean(lambda t: t.error_rate or 0.0)
+        if any(errors):
+            twin = ax.twinx()
+            twin.plot(ordered, [100 * e for e in errors], color="tab:red", linestyle="--", marker="x")
+            twin.set_ylabel("error rate (%)", color="tab:red")
+            twin.set_ylim(bottom=0)
+            twin.spines["right"].set_visible(True)
+    figure.suptitle(f"Throughput against {setting}, higher is better (dashed: share of failed requests)")
+    return Chart("curves", f"Throughput against {setting}", figure)
+
+
 def all_charts(entries: list[Entry]) -> list[Chart]:
-    return [c for c in (throughput(entries), latency(entries), store_size(entries), cpu(entries)) if c is not None]
+    drawn = (curves(entries), throughput(entries), latency(entries), store_size(entries), cpu(entries))
+    return [c for c in drawn if c is not None]

@@ -83,8 +83,20 @@ TASK_METRICS += [
         ("io.read_bytes", "disk read", "bytes", "io_read_bytes"),
         ("io.read_operations", "disk reads", "operations", "io_read_operations"),
         ("io.write_bytes", "disk written", "bytes", "io_write_bytes"),
+        ("write_rejections", "write rejections", "rejections", "write_rejections"),
     )
 ]
+
+
+def indexed_per_second(task: models.TaskResult) -> tuple[float | None, str | None]:
+    resources = task.resources
+    if resources is None or not resources.index_operations or resources.seconds <= 0:
+        return None, None
+    return resources.index_operations / resources.seconds, None
+
+
+# What the nodes indexed, rejected documents left out (Rally's bulk throughput counts them).
+TASK_METRICS.append((Metric("indexed_rate", "indexed by the nodes", HIGHER, "docs/s"), indexed_per_second))
 
 CLUSTER_METRICS: list[tuple[Metric, str]] = [
     (Metric("store_size", "store size", LOWER, "bytes"), "store_size_bytes"),

@@ -19,7 +19,8 @@ API_VERSION = f"{GROUP}/{VERSION}"
 KIND = "Experiment"
 PLURAL = "experiments"
 
-BUNDLED_TRACKS = ("smoke", "indexing", "source-filtering", "range-queries", "codec-search", "period-search")
+BUNDLED_TRACKS = ("smoke", "indexing", "source-filtering", "range-queries", "codec-search", "period-search",
+                  "esql-stored-fields")
 
 
 # Scalars only, as the CRD allows (x-kubernetes-int-or-string) for elasticsearch.yml and index settings.
@@ -147,7 +148,7 @@ class OnError(str, Enum):
 
 
 # Bundled tracks whose search tasks take workload.load (tracks/search-load.j2).
-LOAD_TRACKS = ("source-filtering", "range-queries", "codec-search", "period-search")
+LOAD_TRACKS = ("source-filtering", "range-queries", "codec-search", "period-search", "esql-stored-fields")
 
 
 class Load(Model):
@@ -193,6 +194,7 @@ class Workload(Model):
     exclude_tasks: list[str] | None = None
     test_mode: bool = False
     on_error: OnError = OnError.ABORT
+    max_error_rate: float | None = Field(default=None, ge=0, le=1)  # with on_error continue: errors measured, not fatal
     load: Load | None = None
     contrasts: list[Contrast] | None = None
 
@@ -303,6 +305,10 @@ class TaskResources(Model):
     io_read_bytes: float | None = None  # the data paths' block devices (fs.io_stats; Linux only), sum over nodes
     io_read_operations: float | None = None
     io_write_bytes: float | None = None
+    write_rejections: float | None = None  # bulk work refused (write queue full, indexing pressure), sum over nodes
+    # Documents the nodes indexed (primaries and replicas): unlike Rally's bulk throughput, which
+    # counts every document sent, rejected ones included.
+    index_operations: float | None = None
 
 
 class TaskResult(Model):

@@ -143,7 +143,7 @@ def results_tables(results: models.Results) -> list[Table]:
                    ("busiest node", "process_cpu_percent_max", "%"), ("CPU time", "process_cpu_ms", "ms"),
                    ("host CPU", "os_cpu_percent", "%"), ("heap", "heap_used_bytes", "bytes"), ("GC", "gc_time_ms", "ms"),
                    ("disk read", "io_read_bytes", "bytes"), ("reads", "io_read_operations", None),
-                   ("written", "io_write_bytes", "bytes")]
+                   ("written", "io_write_bytes", "bytes"), ("write rejections", "write_rejections", None)]
         spent.add_column("task", no_wrap=True)
         for header, _, _ in columns:
             spent.add_column(header, justify="right", no_wrap=True)

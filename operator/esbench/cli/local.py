@@ -360,7 +360,7 @@ def run(stored: dict[str, Any], spec: models.ExperimentSpec, options: Options, p
                 settings = race.RaceSettings(
                     spec=spec, target_url=target.url, ca_file=target.ca_file, username=target.username,
                     password=target.password, race_id=race_id, work_dir=work_dir, esrally=options.esrally,
-                    target_timeout=timeout,
+                    target_timeout=timeout, corpus_cache=localcluster.cache_root() / "corpora",
                 )
                 report = race.run(settings, out=_LineSink(on_line))
             if report.results is not None:

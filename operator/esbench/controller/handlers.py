@@ -18,7 +18,7 @@ import kubernetes
 
 from esbench.api import models
 from esbench.controller.config import Settings
-from esbench.controller.kube import ECK_GROUP, ECK_PLURAL, ECK_VERSION, BoundedApiClient, Kube
+from esbench.controller.kube import ECK_GROUP, ECK_PLURAL, ECK_VERSION, BoundedApiClient, Gone, Kube
 from esbench.controller.lifecycle import Reconciler, RetryLater
 from esbench.controller.manifests import EXPERIMENT_LABEL, SWEEP_LABEL
 from esbench.controller.sweeps import SweepReconciler
@@ -65,11 +65,16 @@ def _reconcile(namespace: str, name: str) -> None:
         _reconciler.reconcile(namespace, name)
     except RetryLater as error:  # the resync loop comes back to it
         logger.info("%s/%s: %s", namespace, name, error)
+    except Gone:  # deleted meanwhile: its children go with it (owner references)
+        logger.info("%s/%s was deleted while it was reconciled", namespace, name)
 
 
 def _reconcile_sweep(namespace: str, name: str) -> None:
     assert _sweep_reconciler is not None, "startup handler has not run"
-    _sweep_reconciler.reconcile(namespace, name)
+    try:
+        _sweep_reconciler.reconcile(namespace, name)
+    except Gone:
+        logger.info("sweep %s/%s was deleted while it was reconciled", namespace, name)
 
 
 async def _resync_forever() -> None:
@@ -91,8 +96,6 @@ def _needs_resync(body: kopf.Body) -> bool:
 @kopf.on.event(models.GROUP, models.VERSION, models.PLURAL)
 def experiment_event(type: str | None, body: kopf.Body, namespace: str, name: str, **_: Any) -> None:
     key = (namespace, name)
-    if type == "DELETED" and _reconciler is not None:
-        _reconciler.locks.forget(key)
     if type == "DELETED" or not _needs_resync(body):
         _tracked.discard(key)
         return
@@ -116,8 +119,6 @@ def job_changed(namespace: str, labels: dict[str, str], **_: Any) -> None:
 @kopf.on.event(models.GROUP, models.VERSION, models.SWEEP_PLURAL)
 def sweep_event(type: str | None, body: kopf.Body, namespace: str, name: str, **_: Any) -> None:
     key = (namespace, name)
-    if type == "DELETED" and _sweep_reconciler is not None:
-        _sweep_reconciler.locks.forget(key)
     if type == "DELETED" or body.get("status", {}).get("phase") in [p.value for p in models.SWEEP_TERMINAL_PHASES]:
         _tracked_sweeps.discard(key)
         return
@@ -127,7 +128,6 @@ def sweep_event(type: str | None, body: kopf.Body, namespace: str, name: str, **
 
 
 @kopf.on.event(models.GROUP, models.VERSION, models.PLURAL, labels={SWEEP_LABEL: kopf.PRESENT})
-def sweep_run_changed(type: str | None, namespace: str, labels: dict[str, str], **_: Any) -> None:
-    # A run's progress is the sweep's: the next run starts as soon as one finishes.
-    if type != "DELETED":
-        _reconcile_sweep(namespace, labels[SWEEP_LABEL])
+def sweep_run_changed(namespace: str, labels: dict[str, str], **_: Any) -> None:
+    # A run's progress is the sweep's: the next run starts as soon as one finishes, or is deleted.
+    _reconcile_sweep(namespace, labels[SWEEP_LABEL])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from datetime import UTC, datetime
 from typing import Any
 
@@ -11,6 +12,8 @@ from kubernetes.client.exceptions import ApiException
 
 from esbench.api import models
 from esbench.controller.manifests import ECK_API_VERSION, RALLY_CONTAINER
+
+logger = logging.getLogger(__name__)
 
 ECK_GROUP, ECK_VERSION = ECK_API_VERSION.split("/")
 ECK_PLURAL = "elasticsearches"
@@ -31,6 +34,10 @@ class Rejected(Exception):
         except ValueError:
             reason = error.body or error.reason
         super().__init__(f"The API server rejected {kind} {name} ({error.status}): {reason}")
+
+
+class Gone(Exception):
+    """The object was deleted while it was being reconciled: there is nothing left to update."""
 
 
 class BoundedApiClient(client.ApiClient):
@@ -60,9 +67,8 @@ class Kube:
         )
 
     def patch_experiment_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
-        self.custom.patch_namespaced_custom_object_status(
-            models.GROUP, models.VERSION, namespace, models.PLURAL, name, {"status": status}
-        )
+        _absent_as_gone(lambda: self.custom.patch_namespaced_custom_object_status(
+            models.GROUP, models.VERSION, namespace, models.PLURAL, name, {"status": status}))
 
     def delete_experiment(self, namespace: str, name: str) -> None:
         _absent_as_none(
@@ -87,9 +93,8 @@ class Kube:
         )
 
     def patch_sweep_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
-        self.custom.patch_namespaced_custom_object_status(
-            models.GROUP, models.VERSION, namespace, models.SWEEP_PLURAL, name, {"status": status}
-        )
+        _absent_as_gone(lambda: self.custom.patch_namespaced_custom_object_status(
+            models.GROUP, models.VERSION, namespace, models.SWEEP_PLURAL, name, {"status": status}))
 
     # --- Events ---
 
@@ -97,18 +102,25 @@ class Kube:
         """A core/v1 Event about an esbench resource, like `kubectl describe` shows.
 
         Posted directly rather than with kopf.event, which works only inside kopf's own tasks,
-        not from the operator-wide resync loop.
+        not from the operator-wide resync loop. Best effort, like client-go's event recorder: an
+        Event the server refuses (a namespace being deleted, a quota on Events) is logged and
+        dropped, and whatever the reconcile does after it (e.g. a cleanup) still happens.
         """
         meta = involved["metadata"]
         now = datetime.now(UTC).isoformat()
-        self.core.create_namespaced_event(meta["namespace"], {
+        event = {
             "metadata": {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]},
             "involvedObject": {"apiVersion": involved.get("apiVersion"), "kind": involved.get("kind"),
                                "name": meta["name"], "namespace": meta["namespace"], "uid": meta.get("uid")},
             "type": type_, "reason": reason, "message": message[:1024],
             "source": {"component": "esbench-operator"}, "reportingComponent": "esbench-operator",
             "firstTimestamp": now, "lastTimestamp": now, "count": 1,
-        })
+        }
+        try:
+            self.core.create_namespaced_event(meta["namespace"], event)
+        except ApiException as error:  # a timeout propagates: the resync tries the whole step again
+            logger.warning("Event %s on %s/%s not posted: %s %s", reason, meta["namespace"], meta["name"],
+                           error.status, error.reason)
 
     # --- ECK Elasticsearch ---
 
@@ -185,6 +197,15 @@ def _absent_as_none(call):
     except ApiException as error:
         if error.status == 404:
             return None
+        raise
+
+
+def _absent_as_gone(call) -> None:
+    try:
+        call()
+    except ApiException as error:
+        if error.status == 404:
+            raise Gone from error
         raise
 
 

@@ -10,6 +10,7 @@ makes a second cluster, a second Job or a second copy of the results.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -34,20 +35,20 @@ ECK_NOT_INSTALLED = (
 
 
 class KeyedLocks:
-    """One lock per object: events for one object arrive from several watches at once."""
+    """One lock per object: events for one object arrive from several watches at once.
+
+    Weakly kept: a lock lives while a reconcile holds or awaits it and goes by itself once no
+    one does (the operator sees many objects over its life). Dropping it when its object is
+    deleted would let a reconcile still holding it overlap with the next one of that name.
+    """
 
     def __init__(self) -> None:
-        self._locks: dict[tuple[str, str], threading.Lock] = {}
+        self._locks: weakref.WeakValueDictionary[tuple[str, str], threading.Lock] = weakref.WeakValueDictionary()
         self._guard = threading.Lock()
 
     def __call__(self, key: tuple[str, str]) -> threading.Lock:
         with self._guard:
             return self._locks.setdefault(key, threading.Lock())
-
-    def forget(self, key: tuple[str, str]) -> None:
-        """Drop the lock of an object that is gone (the operator may see many over its life)."""
-        with self._guard:
-            self._locks.pop(key, None)
 
 
 class RetryLater(Exception):
@@ -111,7 +112,7 @@ class Reconciler:
         try:
             self.kube.create_elasticsearch(manifests.elasticsearch_manifest(experiment))
         except KindNotServed:
-            if status.past(started, experiment.spec.rally.cluster_ready_timeout_seconds):
+            if status.past(_created(body), experiment.spec.rally.cluster_ready_timeout_seconds):
                 return self._finish(body, experiment, False, "EckNotInstalled", ECK_NOT_INSTALLED)
             if current.get("phase") != Phase.PENDING:
                 self.emit(body, "Warning", "EckNotInstalled", ECK_NOT_INSTALLED)
@@ -122,7 +123,7 @@ class Reconciler:
         es = self.kube.get_elasticsearch(experiment.namespace, experiment.cluster)
         if es is not None and not _owned(es, experiment):
             timeout = experiment.spec.rally.cluster_ready_timeout_seconds
-            if _left_by_namesake(es, experiment) and not status.past(started, timeout):
+            if _left_by_namesake(es, experiment) and not status.past(_created(body), timeout):
                 message = (f"Waiting for Elasticsearch {experiment.cluster}, left by a deleted Experiment of the "
                            "same name, to be garbage-collected")
                 return self._update(body, Phase.PENDING, "PreviousClusterDeleting", message, {"startTime": started},
@@ -152,8 +153,7 @@ class Reconciler:
             # replicas it cannot assign: yellow. The race's own health check decides for its index.
             verdict = readiness.readiness(es, accept_yellow=not experiment.owns_cluster)
         if not verdict.ready:
-            started = body["status"]["startTime"]
-            if status.past(started, experiment.spec.rally.cluster_ready_timeout_seconds):
+            if status.past(_created(body), experiment.spec.rally.cluster_ready_timeout_seconds):
                 timeout = experiment.spec.rally.cluster_ready_timeout_seconds
                 message = f"Cluster not ready after {timeout}s. {verdict.message}"
                 return self._finish(body, experiment, False, "ClusterNotReady", message)
@@ -169,7 +169,7 @@ class Reconciler:
         stale = self.kube.get_job(experiment.namespace, job["metadata"]["name"])
         if stale is not None and not _owned(stale, experiment):
             timeout = experiment.spec.rally.cluster_ready_timeout_seconds
-            if _left_by_namesake(stale, experiment) and not status.past(body["status"]["startTime"], timeout):
+            if _left_by_namesake(stale, experiment) and not status.past(_created(body), timeout):
                 return body  # the garbage collector is removing it; a resync creates ours after
             return self._finish(body, experiment, False, "JobNameConflict", _conflict("Job", stale))
         try:
@@ -197,7 +197,7 @@ class Reconciler:
                 self.kube.create_elasticsearch(manifests.elasticsearch_manifest(experiment))
             except Rejected as rejected:
                 self._finish(body, experiment, False, "ClusterRejected", str(rejected))
-        elif status.past(body["status"]["startTime"], experiment.spec.rally.cluster_ready_timeout_seconds):
+        elif status.past(_created(body), experiment.spec.rally.cluster_ready_timeout_seconds):
             self._finish(body, experiment, False, "ClusterNotFound",
                          f"Elasticsearch {experiment.cluster} (spec.target.elasticsearchRef) does not exist "
                          f"in namespace {experiment.namespace}")
@@ -355,6 +355,12 @@ class Reconciler:
         self.kube.patch_experiment_status(body["metadata"]["namespace"], body["metadata"]["name"], patch)
         return {**body, "status": {**current, **patch}}
 
+
+
+def _created(body: dict[str, Any]) -> str:
+    """Where every wait before the race counts from: the Experiment's creation, so that time the
+    operator was down (or busy elsewhere) counts too."""
+    return body["metadata"]["creationTimestamp"]
 
 
 def _owned(child: dict[str, Any], experiment: manifests.Experiment) -> bool:

@@ -347,7 +347,8 @@ class SweepReconciler:
         report.fields["startTime"] = started
         if not_started and not report.complete:  # e.g. no ECK: say so rather than "0/4 runs finished"
             # Like an Experiment's cluster, what the sweep waits for may take clusterReadyTimeoutSeconds.
-            give_up = status.past(started, max(cell.spec["rally"]["clusterReadyTimeoutSeconds"] for cell in plan.cells))
+            give_up = status.past(body["metadata"]["creationTimestamp"],
+                                  max(cell.spec["rally"]["clusterReadyTimeoutSeconds"] for cell in plan.cells))
             report.fields.update(reason=not_started[0], message=not_started[1])
             if give_up:
                 report.fields.update(phase=SweepPhase.FAILED.value, completionTime=status.now())
@@ -379,6 +380,9 @@ class SweepReconciler:
         manifest = manifests.sweep_run_manifest(
             sweep, run.cell.id, run.cell.label, run.cell.spec, run.repetition, attempt, cluster)
         self.kube.create_experiment(manifest)
+        # Recorded in this reconcile's status patch: a run deleted before the next reconcile
+        # lists it is then a deleted attempt, not a run never started (and started again).
+        state.attempts.append(manifest)
         retry = f" (attempt {attempt})" if attempt > 1 else ""
         self.emit(body, "Normal", "RunStarted", f"{manifest['metadata']['name']}: cell {run.cell.id} "
                   f"({run.cell.label}), repetition {run.repetition}{retry}")

@@ -21,7 +21,7 @@ from esbench.api import models
 from esbench.runner.taskwindows import TaskWindow
 
 STATS_PATH = (
-    "_nodes/stats/jvm,os,process,indices,fs?filter_path="
+    "_nodes/stats/jvm,os,process,indices,fs,thread_pool,indexing_pressure?filter_path="
     + ",".join(
         f"nodes.*.{p}"
         for p in (
@@ -35,6 +35,8 @@ STATS_PATH = (
             "indices.indexing.index_total",
             "indices.search.query_total",
             "fs.io_stats.total",
+            "thread_pool.write.rejected",
+            "indexing_pressure.memory.total",
         )
     )
 )
@@ -96,6 +98,12 @@ def value_at(doc: dict[str, Any], path: str) -> Any:
             return None
         doc = doc[part]
     return doc
+
+# Counters of rejected bulk work (indexing_pressure exists from 7.9; absent counters are skipped).
+WRITE_REJECTION_COUNTERS = (
+    "thread_pool.write.rejected",
+    *(f"indexing_pressure.memory.total.{stage}_rejections" for stage in ("coordinating", "primary", "replica")),
+)
 
 
 def _increase(stats: list[dict[str, Any]], path: str) -> int | None:
@@ -208,6 +216,8 @@ def task_resources(
         gc = [increase(f"jvm.gc.collectors.{kind}.collection_time_in_millis") for kind in ("young", "old")]
         cgroup_nanos = increase("os.cgroup.cpuacct.usage_nanos")
         read_kb, write_kb = increase("fs.io_stats.total.read_kilobytes"), increase("fs.io_stats.total.write_kilobytes")
+        # Bulk work the node refused: a full write queue, or indexing pressure's memory limit.
+        rejections = [increase(path) for path in WRITE_REJECTION_COUNTERS]
         per_node.append({
             "process_cpu_ms": cpu_ms,
             "process_cpu_percent": 100 * cpu_ms / (window.seconds * 1000 * count)
@@ -219,6 +229,8 @@ def task_resources(
             "io_read_bytes": _kilobytes(read_kb),
             "io_read_operations": increase("fs.io_stats.total.read_operations"),
             "io_write_bytes": _kilobytes(write_kb),
+            "write_rejections": _sum(rejections),
+            "index_operations": increase("indices.indexing.index_total"),
         })
     if not any(v is not None for node in per_node for v in node.values()):
         return None
@@ -240,4 +252,6 @@ def task_resources(
         io_read_bytes=_sum(over_nodes("io_read_bytes")),
         io_read_operations=_sum(over_nodes("io_read_operations")),
         io_write_bytes=_sum(over_nodes("io_write_bytes")),
+        write_rejections=_sum(over_nodes("write_rejections")),
+        index_operations=_sum(over_nodes("index_operations")),
     )
