@@ -35,6 +35,42 @@ def test_not_ready_while_any_signal_lags(status, expected_message):
     assert expected_message in result.message
 
 
+def condition(type_: str, status: str, message: str = "") -> dict:
+    return {"type": type_, "status": status, "message": message, "lastTransitionTime": "2026-11-23T16:50:00Z"}
+
+
+# The status real ECK v3.5.0 wrote one second after an `Elasticsearch` 8.7.1 was created, before
+# any pod existed (recorded with ECK built from its Go module, out of cluster, on the test API server).
+ECK_BEFORE_ANY_POD = {
+    "phase": "ApplyingChanges", "health": "unknown", "observedGeneration": 2, "version": "8.7.1",
+    "conditions": [
+        condition("ReconciliationComplete", "False", "Elasticsearch cluster UUID is not reconciled"),
+        condition("RunningDesiredVersion", "True", "All nodes are running version 8.7.1"),
+        condition("ElasticsearchIsReachable", "False", "Service probe/probe-es-internal-http has no endpoint"),
+    ],
+}
+
+
+def test_real_eck_before_any_pod_is_not_ready_and_says_why():
+    result = readiness({"metadata": {"generation": 2}, "spec": {"version": "8.7.1", "nodeSets": [{"count": 1}]},
+                        "status": ECK_BEFORE_ANY_POD})
+    assert not result.ready
+    assert "ReconciliationComplete is False (Elasticsearch cluster UUID is not reconciled)" in result.message
+    assert "ElasticsearchIsReachable is False" in result.message
+    assert "RunningDesiredVersion" not in result.message
+
+
+@pytest.mark.parametrize("unmet", ["ReconciliationComplete", "RunningDesiredVersion", "ElasticsearchIsReachable"])
+def test_phase_ready_is_not_enough_while_an_eck_condition_is_unmet(unmet):
+    conditions = [condition(t, "False" if t == unmet else "True") for t in
+                  ("ReconciliationComplete", "RunningDesiredVersion", "ElasticsearchIsReachable")]
+    result = readiness(es(conditions=conditions))
+    assert not result.ready and f"{unmet} is False" in result.message
+    conditions = [condition(t, "True") for t in ("ReconciliationComplete", "RunningDesiredVersion",
+                                                 "ElasticsearchIsReachable", "ResourcesAwareManagement")]
+    assert readiness(es(conditions=conditions)).ready
+
+
 def test_not_ready_without_any_status():
     result = readiness({"metadata": {"generation": 1}, "spec": {"version": "8.15.3", "nodeSets": [{"count": 1}]}})
     assert not result.ready

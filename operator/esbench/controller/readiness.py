@@ -23,11 +23,26 @@ def expected_nodes(elasticsearch: dict[str, Any]) -> int:
     return sum(node_set.get("count", 0) for node_set in (elasticsearch.get("spec") or {}).get("nodeSets") or [])
 
 
+# ECK's own verdicts (ECK >= 2.x), each True once the cluster is what the spec asks for. Phase
+# Ready alone is not enough: real ECK v3.5.0 said Ready with 2 of 3 nodes up, and reports the
+# spec's version before any pod exists.
+ECK_CONDITIONS = ("ReconciliationComplete", "RunningDesiredVersion", "ElasticsearchIsReachable")
+
+
+def _unmet_conditions(status: dict[str, Any]) -> list[str]:
+    """ECK's conditions that are present and not True (a status without them, from an older
+    ECK, is judged by the other fields alone)."""
+    return [f"{c['type']} is {c.get('status')}" + (f" ({c['message']})" if c.get("message") else "")
+            for c in status.get("conditions") or []
+            if c.get("type") in ECK_CONDITIONS and c.get("status") != "True"]
+
+
 def readiness(elasticsearch: dict[str, Any], accept_yellow: bool = False) -> Readiness:
     """Ready only when ECK has caught up with the current spec and every node serves.
 
     A stale status (observedGeneration behind, or the version of a previous spec) can say
-    Ready/green about a cluster that is not the one we asked for, so both are checked.
+    Ready/green about a cluster that is not the one we asked for, so both are checked, and so
+    are ECK's own conditions when it reports them.
     """
     spec = elasticsearch.get("spec", {})
     status = elasticsearch.get("status") or {}
@@ -46,6 +61,7 @@ def readiness(elasticsearch: dict[str, Any], accept_yellow: bool = False) -> Rea
         waiting.append(f"{available}/{expected} nodes available")
     if status.get("version") != spec.get("version"):
         waiting.append(f"running version {status.get('version') or 'unknown'}, not {spec.get('version')}")
+    waiting.extend(_unmet_conditions(status))
     if waiting:
         return Readiness(False, "Waiting for the cluster: " + "; ".join(waiting))
     return Readiness(True, f"Cluster ready: {available} nodes, health {status.get('health')}", status.get("version"))
