@@ -16,6 +16,7 @@ deps:
 	bash scripts/etcd.sh >/dev/null
 	bash scripts/coredns.sh >/dev/null
 	bash scripts/eck-crds.sh
+	bash scripts/eck-operator.sh
 	bash scripts/helm.sh
 
 # All tests: unit, API server (admission, operator lifecycle, chart), real Elasticsearch +

@@ -4,7 +4,6 @@
 # Idempotent: returns at once when the CRD is already cached.
 source "$(dirname "$0")/lib.sh"
 
-ECK_VERSION=v3.5.0
 CRD=elasticsearch.k8s.elastic.co_elasticsearches.yaml
 dest="$cache/eck/$ECK_VERSION/$CRD"
 
@@ -12,10 +11,7 @@ exit_if_cached "ECK $ECK_VERSION Elasticsearch CRD: $dest" test -s "$dest"
 need_go
 command -v python3 >/dev/null || { echo "eck-crds.sh: 'python3' not found on PATH" >&2; exit 1; }
 
-# Run outside any module so the download never touches a go.mod; the checksum database is
-# unreachable here, so skip it.
-json=$(cd / && GOSUMDB=off GOFLAGS= go mod download -json "github.com/elastic/cloud-on-k8s/v3@$ECK_VERSION")
-dir=$(printf '%s' "$json" | python3 -c 'import json, sys; print(json.load(sys.stdin)["Dir"])')
+dir=$(go_module_dir "github.com/elastic/cloud-on-k8s/v3@$ECK_VERSION")
 src="$dir/config/crds/v1/resources/$CRD"
 [ -s "$src" ] || { echo "eck-crds.sh: $src not found in the ECK module" >&2; exit 1; }
 

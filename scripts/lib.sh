@@ -3,6 +3,8 @@
 set -euo pipefail
 cache=${ESBENCH_CACHE:-$HOME/.cache/esbench}
 script=${0##*/}
+# The ECK release whose API esbench's operator and tests speak (CRDs and operator, from its Go module).
+ECK_VERSION=v3.5.0
 
 # exit_if_cached MESSAGE COMMAND...: when COMMAND succeeds (the cache is warm), print MESSAGE
 # and end the script.
@@ -39,6 +41,14 @@ go_install() {
   local name=${package%@*}
   mv "$tmp/${name##*/}" "$bin"
   rm -rf "$tmp"
+}
+
+# go_module_dir MODULE@VERSION: download the module from the Go module proxy and print its
+# (read-only) directory in the module cache. Run outside any module so the download never
+# touches a go.mod; the checksum database is unreachable here, so skip it.
+go_module_dir() {
+  (cd / && GOSUMDB=off GOFLAGS= go mod download -json "$1") |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["Dir"])'
 }
 
 # missing_packages PACKAGE...: the Debian packages that are not installed, one a line.

@@ -34,7 +34,7 @@ OPERATOR_NEEDS = [
     ("", "pods", "", ["list"]),
     ("", "pods", "log", ["get"]),
     ("", "configmaps", "", ["create"]),
-    ("", "events", "", ["create"]),  # kopf posts core/v1 Events
+    ("", "events", "", ["create", "list"]),  # kopf posts core/v1 Events; ECK explains Invalid in one
 ]
 # What is read cluster-wide whatever the namespaces: CRDs (kopf), nodes (the reproducibility record).
 CLUSTER_NEEDS = [("apiextensions.k8s.io", "customresourcedefinitions", "", ["list", "watch"]),

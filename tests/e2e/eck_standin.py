@@ -1,8 +1,11 @@
 """Stands in for exactly ECK's Elasticsearch controller, with a real Elasticsearch.
 
-ECK's controller cannot run on the offline test machines (it needs the default distribution
-with its own images from a registry). For every `Elasticsearch` resource (elasticsearch.k8s.elastic.co/v1)
-this controller creates what ECK would, under ECK's names, owned by the resource:
+The real ECK operator builds here (scripts/eck-operator.sh) and tests/integration/test_real_eck.py
+runs it against the API server, but the pods it makes need images it accepts, which the offline
+machines do not have yet (probe tools, and APIs the minimal distribution lacks: issue #12). Until
+then this controller stands in for it on the node, with real Elasticsearch pods. For every
+`Elasticsearch` resource (elasticsearch.k8s.elastic.co/v1) it creates what ECK would, under ECK's
+names, owned by the resource:
 
 - Secret `NAME-es-elastic-user` (key `elastic`: a generated password),
 - Secret `NAME-es-http-certs-public` (`ca.crt`, `tls.crt`) and `NAME-es-http-certs-internal`
@@ -11,8 +14,8 @@ this controller creates what ECK would, under ECK's names, owned by the resource
 - Service `NAME-es-http` (port 9200, HTTPS) and per node set a headless Service `NAME-es-SET`,
   a config Secret `NAME-es-SET-es-config` and a StatefulSet `NAME-es-SET`,
 
-and keeps `status` (phase, health, availableNodes, observedGeneration, version) up to date
-from the real cluster: health and version are read from Elasticsearch itself over HTTPS (verified
+and keeps `status` (phase, health, availableNodes, observedGeneration, version, and ECK's
+conditions) up to date from the real cluster: health and version are read from Elasticsearch itself over HTTPS (verified
 with the cluster's CA under the Service's name) as the elastic user, through a port-forward, so it
 works the same on any cluster. (The API server's service proxy would drop the Authorization header.)
 
@@ -24,7 +27,8 @@ labels, the `elasticsearch` container's env (ES_JAVA_OPTS) and resources, and an
 `elasticsearch-data` volume (emptyDir) that replaces the claim. Pods meet Pod Security
 "restricted". Not stood in for: rolling upgrades, PVC-backed storage (no provisioner on the
 offline node), more than one node in total (transport TLS and discovery across nodes),
-remote clusters, licences. Unsupported specs get status phase `Invalid` with a message.
+remote clusters, licences. It refuses other specs as ECK refuses an invalid one: status phase
+`Invalid` and the reason in a Warning Event, reason `Validation`.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.stream import portforward
 
 from tests.support.pki import CertificateAuthority
+from tests.support.standin_eck import eck_conditions
 
 GROUP, VERSION, PLURAL = "elasticsearch.k8s.elastic.co", "v1", "elasticsearches"
 ES_HOME = "/usr/share/elasticsearch"
@@ -56,7 +61,7 @@ def es_image(version: str) -> str:
 
 
 class EckStandin:
-    def __init__(self, api_client: client.ApiClient, interval: float = 1.0):
+    def __init__(self, api_client: client.ApiClient, interval: float = 1.0, ignored_namespaces: set[str] = frozenset()):
         self.api_client = api_client
         self.custom = client.CustomObjectsApi(api_client)
         self.core = client.CoreV1Api(api_client)
@@ -68,6 +73,7 @@ class EckStandin:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.errors: list[str] = []
+        self.ignored_namespaces = ignored_namespaces  # where the real ECK operator runs
 
     # ---- the control loop
     def start(self) -> EckStandin:
@@ -90,8 +96,9 @@ class EckStandin:
                 log.warning("listing Elasticsearch resources failed: %s", error)
                 items = []
             for es in items:
-                if es["metadata"].get("deletionTimestamp"):
-                    continue  # the garbage collector removes the children (owner references)
+                # Being deleted: the garbage collector removes the children (owner references).
+                if es["metadata"].get("deletionTimestamp") or es["metadata"]["namespace"] in self.ignored_namespaces:
+                    continue
                 try:
                     self.reconcile(es)
                 except Exception as error:  # keep serving the other clusters; tests read .errors
@@ -106,12 +113,10 @@ class EckStandin:
         node_sets = spec["nodeSets"]
         total = sum(node_set.get("count", 1) for node_set in node_sets)
         if total != 1:
-            self._set_status(es, phase="Invalid", health="unknown", availableNodes=0,
-                             message="the ECK stand-in runs exactly one Elasticsearch node in total")
+            self._refuse(es, "the ECK stand-in runs exactly one Elasticsearch node in total")
             return
         if (spec.get("http", {}).get("tls", {}).get("selfSignedCertificate", {}) or {}).get("disabled"):
-            self._set_status(es, phase="Invalid", health="unknown", availableNodes=0,
-                             message="the ECK stand-in serves HTTPS only")
+            self._refuse(es, "the ECK stand-in serves HTTPS only")
             return
         owner = [{"apiVersion": f"{GROUP}/{VERSION}", "kind": "Elasticsearch", "name": name,
                   "uid": meta["uid"], "controller": True, "blockOwnerDeletion": True}]
@@ -169,9 +174,10 @@ class EckStandin:
                 version = self.es_get(namespace, name, "")["version"]["number"]
             except Exception as error:  # not serving yet, or security not initialised yet
                 log.info("%s/%s not answering yet: %s", namespace, name, error)
+        up = ready == total and health == "green"
         status: dict[str, Any] = {
-            "phase": "Ready" if ready == total and health == "green" else "ApplyingChanges",
-            "health": health, "availableNodes": ready}
+            "phase": "Ready" if up else "ApplyingChanges", "health": health, "availableNodes": ready,
+            "conditions": eck_conditions(es, reconciled=up, reachable=health != "unknown")}
         if version:
             status["version"] = version
         self._set_status(es, **status)
@@ -208,6 +214,18 @@ class EckStandin:
         if response.status != 200:
             raise RuntimeError(f"GET /{path}: HTTP {response.status}: {body[:200]!r}")
         return json.loads(body)
+
+    def _refuse(self, es: dict[str, Any], reason: str) -> None:
+        """As ECK refuses a spec: phase Invalid, and the reason in a Warning Event (Validation)."""
+        if (es.get("status") or {}).get("phase") == "Invalid":
+            return
+        meta = es["metadata"]
+        self.core.create_namespaced_event(meta["namespace"], {
+            "metadata": {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]},
+            "involvedObject": {"apiVersion": es["apiVersion"], "kind": es["kind"], "name": meta["name"],
+                               "namespace": meta["namespace"], "uid": meta["uid"]},
+            "type": "Warning", "reason": "Validation", "message": reason, "source": {"component": "eck-standin"}})
+        self._set_status(es, phase="Invalid", health="unknown")
 
     def _set_status(self, es: dict[str, Any], **status: Any) -> None:
         status["observedGeneration"] = es["metadata"]["generation"]

@@ -17,8 +17,12 @@ def apis(control_plane) -> Apis:
 
 
 @pytest.fixture
-def eck(control_plane) -> StandinEck:
-    return StandinEck(control_plane.api_client())
+def eck(control_plane):
+    """The ECK stand-in; a test fails when the stand-in failed at something it served."""
+    standin = StandinEck(control_plane.api_client())
+    yield standin
+    standin.stop()
+    assert not standin.errors, "the ECK stand-in failed:\n" + "\n".join(standin.errors)
 
 
 @pytest.fixture

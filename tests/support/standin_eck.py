@@ -1,11 +1,13 @@
-"""Stands in for exactly ECK's controller, at the API level.
+"""Stands in for exactly ECK's controller, at the API level, for the fast operator tests.
 
-ECK's controller cannot run here (it needs the commercial image). For an `Elasticsearch`
-resource it would create the HTTP Service `NAME-es-http`, the Secret `NAME-es-elastic-user`
-(key `elastic`), the Secret `NAME-es-http-certs-public` (`ca.crt`, `tls.crt`), pods, and keep
-`status` up to date. This stand-in creates the same Service and Secrets and writes the status
-fields ECK writes (phase, health, availableNodes, observedGeneration, version), through the
-real API server's status subresource. Everything around it stays real.
+For an `Elasticsearch` resource it creates the HTTP Service `NAME-es-http`, the Secret
+`NAME-es-elastic-user` (key `elastic`) and the Secret `NAME-es-http-certs-public` (`ca.crt`,
+`tls.crt`), and writes the status real ECK v3.5.0 writes, through the real API server's status
+subresource: first what ECK reports before any pod runs (phase ApplyingChanges, health unknown,
+the spec's version, ReconciliationComplete and ElasticsearchIsReachable False), then, when a
+test says the cluster is up, Ready with every condition True. No pods: these tests run on a bare
+control plane. tests/integration/test_real_eck.py runs the same resource through the real ECK
+operator (scripts/eck-operator.sh) and fails when this stand-in differs from it in what esbench reads.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ class StandinEck:
         self.custom = client.CustomObjectsApi(api_client)
         self.core = client.CoreV1Api(api_client)
         self._stop = threading.Event()
+        self.errors: list[str] = []  # what serve() failed at; the eck fixture fails the test on any
 
     def get(self, namespace: str, name: str) -> dict[str, Any]:
         return self.custom.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
@@ -66,16 +69,12 @@ class StandinEck:
             except ApiException as error:
                 if error.status != 409:
                     raise
-        self.set_status(namespace, name, phase="ApplyingChanges", health="unknown", availableNodes=0,
-                        observedGeneration=es["metadata"]["generation"])
+        self.set_status(namespace, name, **eck_status(es, up=False))
 
     def make_ready(self, namespace: str, name: str) -> None:
         """ECK's status for a cluster whose every node has joined and whose health is green."""
         self.provision(namespace, name)
-        es = self.get(namespace, name)
-        nodes = sum(node_set["count"] for node_set in es["spec"]["nodeSets"])
-        self.set_status(namespace, name, phase="Ready", health="green", availableNodes=nodes,
-                        observedGeneration=es["metadata"]["generation"], version=es["spec"]["version"])
+        self.set_status(namespace, name, **eck_status(self.get(namespace, name), up=True))
 
     def serve(self, namespace: str) -> threading.Thread:
         """Make every cluster created in NAMESPACE ready as soon as it appears (for benchmarks)."""
@@ -84,14 +83,44 @@ class StandinEck:
         def on_event(kind: str, es: dict[str, Any]) -> None:
             name = es["metadata"]["name"]
             if kind == "ADDED" and name not in seen:
-                self.make_ready(namespace, name)
-                seen.add(name)  # after: a failed attempt is made again on the relist
+                try:
+                    self.make_ready(namespace, name)
+                except Exception as error:
+                    self.errors.append(f"{namespace}/{name}: {error!r}")
+                    raise  # the reflector relists, and so tries again
+                seen.add(name)
 
         return reflector.start(self.custom.list_namespaced_custom_object, GROUP, VERSION, namespace, PLURAL,
                                on_event=on_event, stopping=self._stop, name="standin-eck", timeout_seconds=2)
 
     def stop(self) -> None:
         self._stop.set()
+
+
+def eck_status(es: dict[str, Any], up: bool) -> dict[str, Any]:
+    """The status ECK v3.5.0 writes for ES before any pod exists (up=False; as recorded by
+    test_real_eck.py) or once every node has joined and health is green (up=True)."""
+    status: dict[str, Any] = {
+        "phase": "Ready" if up else "ApplyingChanges", "health": "green" if up else "unknown",
+        "version": es["spec"]["version"], "observedGeneration": es["metadata"]["generation"],
+        "conditions": eck_conditions(es, reconciled=up, reachable=up),
+    }
+    if up:
+        status["availableNodes"] = sum(node_set["count"] for node_set in es["spec"]["nodeSets"])
+    return status
+
+
+def eck_conditions(es: dict[str, Any], reconciled: bool, reachable: bool) -> list[dict[str, str]]:
+    """ECK's conditions, with its messages (elasticsearch_controller.go, reconcile/state.go and
+    driver/shared/reconcile.go in ECK 3.5.0), for a cluster that runs the spec's version."""
+    namespace, name = es["metadata"]["namespace"], es["metadata"]["name"]
+    service = f"Service {namespace}/{name}-es-internal-http"
+    conditions = [
+        ("ReconciliationComplete", reconciled, "" if reconciled else "Elasticsearch cluster UUID is not reconciled"),
+        ("RunningDesiredVersion", True, f"All nodes are running version {es['spec']['version']}"),
+        ("ElasticsearchIsReachable", reachable, f"{service} has endpoints" if reachable else f"{service} has no endpoint"),
+    ]
+    return [{"type": kind, "status": str(met), "message": message} for kind, met, message in conditions]
 
 
 def _b64(value: str | bytes) -> str:

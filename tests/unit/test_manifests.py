@@ -86,6 +86,19 @@ def test_elasticsearch_topology_resources_heap_storage_config_and_image():
     assert readiness.expected_nodes(manifest) == 5
 
 
+@pytest.mark.parametrize("version", ["7.17.29", "8.7.1", "9.1.5"])
+def test_every_container_eck_makes_is_restricted_whatever_the_version(version):
+    """ECK's own defaults meet Pod Security "restricted" only from 8.8; tests/integration/
+    test_real_eck.py has the API server admit the pods the real ECK makes from these."""
+    [node_set] = manifests.elasticsearch_manifest(experiment(elasticsearch={"version": version}))["spec"]["nodeSets"]
+    pod = node_set["podTemplate"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] and pod["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"
+    containers = {c["name"]: c["securityContext"] for c in pod["containers"] + pod["initContainers"]}
+    assert containers.keys() == {"elasticsearch", "elastic-internal-init-filesystem", "elastic-internal-suspend"}
+    for context in containers.values():
+        assert context["capabilities"] == {"drop": ["ALL"]} and context["allowPrivilegeEscalation"] is False
+
+
 def test_storage_class_reaches_the_claim():
     manifest = manifests.elasticsearch_manifest(experiment(elasticsearch={
         "version": "8.15.3", "storage": {"size": "50Gi", "storageClassName": "fast-ssd"}}))

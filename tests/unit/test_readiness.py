@@ -2,7 +2,7 @@
 
 import pytest
 
-from esbench.controller.readiness import readiness, serves_tls
+from esbench.controller.readiness import invalid, readiness, serves_tls
 
 
 def es(generation=1, spec_version="8.15.3", node_sets=(3,), **status):
@@ -92,3 +92,9 @@ def test_a_cluster_used_before_may_be_yellow():
     result = readiness(es(health="yellow"), accept_yellow=True)
     assert result.ready and "health yellow" in result.message
     assert not readiness(es(health="red"), accept_yellow=True).ready
+
+
+def test_invalid_only_when_eck_refuses_the_current_spec():
+    assert invalid(es(phase="Invalid", health="unknown"))
+    assert not invalid(es(generation=2, phase="Invalid")), "a verdict on an older spec"
+    assert not invalid(es(phase="ApplyingChanges"))

@@ -130,10 +130,11 @@ Roles. Deliberately nothing on Secrets: the Rally pod gets ECK's credentials by 
 - apiGroups: [""]
   resources: [configmaps]
   verbs: [create]
-# Events on Experiments (kopf.event and kopf's own handler errors).
+# Events on Experiments (kopf.event and kopf's own handler errors); listed for ECK's reason
+# when it marks a cluster Invalid.
 - apiGroups: [""]
   resources: [events]
-  verbs: [create]
+  verbs: [create, list]
 {{- end }}
 
 {{/*

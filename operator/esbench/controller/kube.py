@@ -122,6 +122,14 @@ class Kube:
             logger.warning("Event %s on %s/%s not posted: %s %s", reason, meta["namespace"], meta["name"],
                            error.status, error.reason)
 
+    def warning_messages(self, involved: dict[str, Any], reason: str) -> list[str]:
+        """The messages of the Warning Events with that reason about that very object, oldest first."""
+        meta = involved["metadata"]
+        events = self.core.list_namespaced_event(
+            meta["namespace"], field_selector=f"involvedObject.uid={meta['uid']},reason={reason},type=Warning").items
+        events.sort(key=lambda event: event.last_timestamp or event.event_time or event.metadata.creation_timestamp)
+        return [event.message for event in events]
+
     # --- ECK Elasticsearch ---
 
     def create_elasticsearch(self, manifest: dict[str, Any]) -> None:

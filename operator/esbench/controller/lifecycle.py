@@ -112,7 +112,7 @@ class Reconciler:
         try:
             self.kube.create_elasticsearch(manifests.elasticsearch_manifest(experiment))
         except KindNotServed:
-            if status.past(_created(body), experiment.spec.rally.cluster_ready_timeout_seconds):
+            if _waited_for_cluster(body, experiment):
                 return self._finish(body, experiment, False, "EckNotInstalled", ECK_NOT_INSTALLED)
             if current.get("phase") != Phase.PENDING:
                 self.emit(body, "Warning", "EckNotInstalled", ECK_NOT_INSTALLED)
@@ -122,8 +122,7 @@ class Reconciler:
             return self._finish(body, experiment, False, "ClusterRejected", str(rejected))
         es = self.kube.get_elasticsearch(experiment.namespace, experiment.cluster)
         if es is not None and not _owned(es, experiment):
-            timeout = experiment.spec.rally.cluster_ready_timeout_seconds
-            if _left_by_namesake(es, experiment) and not status.past(_created(body), timeout):
+            if _left_by_namesake(es, experiment) and not _waited_for_cluster(body, experiment):
                 message = (f"Waiting for Elasticsearch {experiment.cluster}, left by a deleted Experiment of the "
                            "same name, to be garbage-collected")
                 return self._update(body, Phase.PENDING, "PreviousClusterDeleting", message, {"startTime": started},
@@ -149,11 +148,15 @@ class Reconciler:
                 return body
             if experiment.owns_cluster and not _owned(es, experiment):
                 return self._finish(body, experiment, False, "ClusterNameConflict", _conflict("Elasticsearch", es))
+            # ECK says why only in an Event: until it is there, the cluster is just not ready.
+            if readiness.invalid(es) and (reasons := self.kube.warning_messages(es, "Validation")):
+                return self._finish(body, experiment, False, "ClusterInvalid",
+                                    f"ECK refuses Elasticsearch {experiment.cluster}: {reasons[-1]}")
             # A cluster used before (e.g. by the previous run of a sweep) may hold an index with
             # replicas it cannot assign: yellow. The race's own health check decides for its index.
             verdict = readiness.readiness(es, accept_yellow=not experiment.owns_cluster)
         if not verdict.ready:
-            if status.past(_created(body), experiment.spec.rally.cluster_ready_timeout_seconds):
+            if _waited_for_cluster(body, experiment):
                 timeout = experiment.spec.rally.cluster_ready_timeout_seconds
                 message = f"Cluster not ready after {timeout}s. {verdict.message}"
                 return self._finish(body, experiment, False, "ClusterNotReady", message)
@@ -168,8 +171,7 @@ class Reconciler:
                                           self.settings.job_deadline_grace_seconds)
         stale = self.kube.get_job(experiment.namespace, job["metadata"]["name"])
         if stale is not None and not _owned(stale, experiment):
-            timeout = experiment.spec.rally.cluster_ready_timeout_seconds
-            if _left_by_namesake(stale, experiment) and not status.past(_created(body), timeout):
+            if _left_by_namesake(stale, experiment) and not _waited_for_cluster(body, experiment):
                 return body  # the garbage collector is removing it; a resync creates ours after
             return self._finish(body, experiment, False, "JobNameConflict", _conflict("Job", stale))
         try:
@@ -197,7 +199,7 @@ class Reconciler:
                 self.kube.create_elasticsearch(manifests.elasticsearch_manifest(experiment))
             except Rejected as rejected:
                 self._finish(body, experiment, False, "ClusterRejected", str(rejected))
-        elif status.past(_created(body), experiment.spec.rally.cluster_ready_timeout_seconds):
+        elif _waited_for_cluster(body, experiment):
             self._finish(body, experiment, False, "ClusterNotFound",
                          f"Elasticsearch {experiment.cluster} (spec.target.elasticsearchRef) does not exist "
                          f"in namespace {experiment.namespace}")
@@ -357,10 +359,9 @@ class Reconciler:
 
 
 
-def _created(body: dict[str, Any]) -> str:
-    """Where every wait before the race counts from: the Experiment's creation, so that time the
-    operator was down (or busy elsewhere) counts too."""
-    return body["metadata"]["creationTimestamp"]
+def _waited_for_cluster(body: dict[str, Any], experiment: manifests.Experiment) -> bool:
+    """Whether every wait before the race (ECK, the cluster, a namesake's children) is over."""
+    return status.waited(body, experiment.spec.rally.cluster_ready_timeout_seconds)
 
 
 def _owned(child: dict[str, Any], experiment: manifests.Experiment) -> bool:

@@ -37,6 +37,15 @@ ATTEMPT_LABEL = "esbench.io/attempt"
 _OWNER_LABELS = {KIND: EXPERIMENT_LABEL, SWEEP_KIND: SWEEP_LABEL}
 RALLY_CONTAINER = "rally"
 ES_CONTAINER = "elasticsearch"  # ECK's name for the Elasticsearch container of its pods
+# Pod Security "restricted" on every version the CRD admits. ECK 3.5.0 sets seccomp, fsGroup and
+# dropped capabilities only from 8.0 and runAsNonRoot only from 8.8; it keeps a security context
+# the podTemplate sets, and merges init containers of its own names with ours. uid 1000 is the
+# official images' elasticsearch user (the kubelet cannot check runAsNonRoot against a user name).
+ES_POD_SECURITY_CONTEXT = {"runAsNonRoot": True, "runAsUser": 1000, "fsGroup": 1000,
+                           "seccompProfile": {"type": "RuntimeDefault"}}
+ES_CONTAINER_SECURITY_CONTEXT = {"allowPrivilegeEscalation": False, "privileged": False, "readOnlyRootFilesystem": True,
+                                 "capabilities": {"drop": ["ALL"]}, "runAsNonRoot": True}
+ECK_INIT_CONTAINERS = ("elastic-internal-init-filesystem", "elastic-internal-suspend")
 CA_MOUNT = "/etc/esbench/ca"
 WORK_DIR = "/work"
 # ConfigMaps hold at most 1 MiB; larger race.json files are stored gzip'd as binaryData.
@@ -159,13 +168,18 @@ def _node_set(owner: Owner, es: Elasticsearch, name: str, count: int, roles: lis
     config: dict[str, Any] = {"node.roles": roles} if roles is not None else {}
     config.update(es.node_config())
 
-    container: dict[str, Any] = {"name": ES_CONTAINER}
+    container: dict[str, Any] = {"name": ES_CONTAINER, "securityContext": copy.deepcopy(ES_CONTAINER_SECURITY_CONTEXT)}
     if es.heap:
         container["env"] = [{"name": "ES_JAVA_OPTS", "value": f"-Xms{es.heap} -Xmx{es.heap}"}]
     if es.resources:
         container["resources"] = es.resources.to_wire()
 
-    pod_spec: dict[str, Any] = {"containers": [container]}
+    pod_spec: dict[str, Any] = {
+        "securityContext": copy.deepcopy(ES_POD_SECURITY_CONTEXT),
+        "containers": [container],
+        "initContainers": [{"name": name, "securityContext": copy.deepcopy(ES_CONTAINER_SECURITY_CONTEXT)}
+                           for name in ECK_INIT_CONTAINERS],
+    }
     node_set: dict[str, Any] = {
         "name": name,
         "count": count,

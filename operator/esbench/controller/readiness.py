@@ -37,6 +37,14 @@ def _unmet_conditions(status: dict[str, Any]) -> list[str]:
             if c.get("type") in ECK_CONDITIONS and c.get("status") != "True"]
 
 
+def invalid(elasticsearch: dict[str, Any]) -> bool:
+    """ECK's verdict that the current spec cannot be made (phase Invalid). It gives its reason
+    only in a Warning Event, reason Validation, on the resource."""
+    status = elasticsearch.get("status") or {}
+    return status.get("phase") == "Invalid" and status.get("observedGeneration") in (
+        None, elasticsearch.get("metadata", {}).get("generation"))
+
+
 def readiness(elasticsearch: dict[str, Any], accept_yellow: bool = False) -> Readiness:
     """Ready only when ECK has caught up with the current spec and every node serves.
 

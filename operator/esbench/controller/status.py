@@ -31,6 +31,12 @@ def past(since: str, seconds: float) -> bool:
     return datetime.now(UTC) >= started + timedelta(seconds=seconds)
 
 
+def waited(resource: dict[str, Any], seconds: float) -> bool:
+    """Whether `seconds` have gone by since the resource was created: waits count from there, so
+    that time the operator was down (or busy elsewhere) counts too."""
+    return past(resource["metadata"]["creationTimestamp"], seconds)
+
+
 def with_condition(
     conditions: list[dict[str, Any]] | None,
     type_: str,

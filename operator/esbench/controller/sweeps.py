@@ -347,8 +347,7 @@ class SweepReconciler:
         report.fields["startTime"] = started
         if not_started and not report.complete:  # e.g. no ECK: say so rather than "0/4 runs finished"
             # Like an Experiment's cluster, what the sweep waits for may take clusterReadyTimeoutSeconds.
-            give_up = status.past(body["metadata"]["creationTimestamp"],
-                                  max(cell.spec["rally"]["clusterReadyTimeoutSeconds"] for cell in plan.cells))
+            give_up = status.waited(body, max(cell.spec["rally"]["clusterReadyTimeoutSeconds"] for cell in plan.cells))
             report.fields.update(reason=not_started[0], message=not_started[1])
             if give_up:
                 report.fields.update(phase=SweepPhase.FAILED.value, completionTime=status.now())
