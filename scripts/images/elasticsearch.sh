@@ -7,6 +7,18 @@
 # Usage: scripts/images/elasticsearch.sh [VERSION]  (default 8.7.1; 8.19.x lacks `GET /`, which Rally needs)
 # Runs as uid 1000. Entrypoint es-entrypoint.sh: puts $ELASTIC_PASSWORD into the keystore as
 # bootstrap.password (the elastic user's password until one is set), then starts Elasticsearch.
+#
+# What the real ECK operator needs besides, in these offline test images only (official
+# images have all of it; neither esbench's chart nor its operator depends on any of it):
+# - bash, curl and nc for ECK's init script and probes;
+# - eck-shim/: a module of ours, compiled here against the distribution's own jars, with the
+#   node shutdown API ECK reads (x-pack-shutdown) and empty `ilm`/`slm` reserved-state
+#   handlers, which ECK's file-based settings name (x-pack-ilm, x-pack-slm): the minimal zip
+#   has neither, and ECK then never finishes reconciling (7.17) or ES never turns ready (8.x).
+#   Written against the 8.7 API: other versions need a variant of it.
+# - eck-shim/nofile.c, preloaded (LD_PRELOAD): the open-files hard limit of these machines
+#   (20000, not raisable without CAP_SYS_RESOURCE) fails the bootstrap checks that ES enforces
+#   under ECK's multi-node discovery (65535); it reports 65535 instead.
 # Prints the archive's path. Cached by content hash; the zip is cached in $ESBENCH_CACHE/elasticsearch.
 source "$(dirname "$0")/lib.sh"
 version=${1:-8.7.1}
@@ -27,13 +39,29 @@ expected=$(cut -c1-40 "$zip.sha1")
 actual=$(sha1sum "$zip" | cut -c1-40)
 [ "$expected" = "$actual" ] || { echo "elasticsearch.sh: SHA-1 mismatch for $zip ($actual, expected $expected)" >&2; rm -f "$zip"; exit 1; }
 
-hash=$(content_hash "$images_dir/elasticsearch.sh" "$images_dir/lib.sh" "$images_dir/oci-pack.py" "$zip.sha1")
+hash=$(content_hash "$images_dir/elasticsearch.sh" "$images_dir/lib.sh" "$images_dir/oci-pack.py" "$zip.sha1" \
+  "$images_dir/eck-shim")
 archive="$image_cache/elasticsearch-$version-$hash.tar"
 [ -s "$archive" ] && { echo "$archive"; exit 0; }
 
 work=$(mktemp -d "$image_cache/.elasticsearch.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 unzip -q "$zip" -d "$work"
+es_dir="$work/elasticsearch-$version"
+shim="$es_dir/modules/esbench-eck-shim"
+mkdir -p "$work/classes" "$shim"
+javac --release 17 -nowarn -cp "$es_dir/lib/*" -d "$work/classes" $(find "$images_dir/eck-shim/src" -name '*.java') >&2
+cp -r "$images_dir/eck-shim/META-INF" "$work/classes/"
+jar --create --file "$shim/esbench-eck-shim.jar" -C "$work/classes" .
+cat > "$shim/plugin-descriptor.properties" <<PROPERTIES
+description=esbench's stand-ins for the x-pack APIs that ECK calls (offline test images only)
+version=$version
+name=esbench-eck-shim
+classname=io.esbench.eckshim.EckShimPlugin
+java.version=17
+elasticsearch.version=$version
+PROPERTIES
+gcc -shared -fPIC -O2 -Wall -o "$work/esbench-nofile.so" "$images_dir/eck-shim/nofile.c" -ldl
 cat > "$work/es-entrypoint.sh" <<'SH'
 #!/bin/sh
 # The Elasticsearch container's entrypoint (image built by scripts/images/elasticsearch.sh).
@@ -49,6 +77,7 @@ SH
 debian_rootfs_hooks=(
   --customize-hook="copy-in $work/elasticsearch-$version /usr/share"
   --customize-hook="copy-in $work/es-entrypoint.sh /usr/local/bin"
+  --customize-hook="copy-in $work/esbench-nofile.so /usr/local/lib"
   --customize-hook='chroot "$1" '"${CHROOT_ENV[*]}"' sh -ec "
       mv /usr/share/elasticsearch-'"$version"' /usr/share/elasticsearch
       chmod 0755 /usr/local/bin/es-entrypoint.sh
@@ -58,13 +87,13 @@ debian_rootfs_hooks=(
       chmod -R g=u /usr/share/elasticsearch"'
   --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*.bin'
 )
-mmdebstrap --quiet --variant=apt --include=openjdk-17-jre-headless "${debian_rootfs_hooks[@]}" \
+mmdebstrap --quiet --variant=apt --include=openjdk-17-jre-headless,curl,netcat-openbsd "${debian_rootfs_hooks[@]}" \
   "$DEBIAN_SUITE" "$work/rootfs" "$DEBIAN_MIRROR" >&2
 
 python3 "$images_dir/oci-pack.py" --rootfs "$work/rootfs" --name "$name" --out "$archive" \
   --entrypoint '["/usr/local/bin/es-entrypoint.sh"]' --user 1000:0 --workdir /usr/share/elasticsearch \
   --env PATH=/usr/share/elasticsearch/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
   --env ES_JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64 \
-  --env ES_PATH_CONF=/usr/share/elasticsearch/config >/dev/null
+  --env ES_PATH_CONF=/usr/share/elasticsearch/config --env LD_PRELOAD=/usr/local/lib/esbench-nofile.so >/dev/null
 prune_older "elasticsearch-$version" "$archive"
 echo "$archive"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The Kubernetes path of the quickstart, offline, on the single node of up.sh: builds and loads
-# the images, installs the ECK CRD and the esbench chart with Helm, runs the ECK stand-in
-# (tests/e2e/eck_standin.py: real Elasticsearch pods), applies examples/quickstart.yaml and
-# waits for its results. The node stays up to explore (KUBECONFIG is printed); remove
+# the images, installs the real ECK operator (eck.sh: ECK's own chart) and the esbench chart
+# with Helm, applies examples/quickstart.yaml with one change, `spec.elasticsearch.image` set to
+# the offline image (scripts/images/elasticsearch.sh: the official ones cannot be pulled here),
+# and waits for its results. The node stays up to explore (KUBECONFIG is printed); remove
 # everything with scripts/node/down.sh.
 # Usage: scripts/node/demo.sh [PYTHON]   (PYTHON: the operator's test venv, default .venv/bin/python)
 set -euo pipefail
@@ -16,18 +17,18 @@ kubectl() { "${ESBENCH_CACHE:-$HOME/.cache/esbench}/k8s/v1.32.4/bin/kubectl" "$@
 
 bash "$repo_root/scripts/images/import.sh" "$(bash "$repo_root/scripts/images/esbench.sh")" \
   "$(bash "$repo_root/scripts/images/elasticsearch.sh" 8.7.1)"
-eck_crd=$(bash "$repo_root/scripts/eck-crds.sh" | sed 's/.*: //')
-kubectl apply --server-side --force-conflicts -f "$eck_crd" >/dev/null
-if ! grep -q '^eck-standin ' "$NODE_DIR/pids"; then
-  (cd "$repo_root" && launch eck-standin "$python" -m tests.e2e.eck_standin)
-fi
+bash "$here/eck.sh"
 kubectl get namespace esbench-system >/dev/null 2>&1 || kubectl create namespace esbench-system >/dev/null
 kubectl label --overwrite namespace esbench-system pod-security.kubernetes.io/enforce=restricted >/dev/null
 "$(bash "$repo_root/scripts/helm.sh")" upgrade --install esbench "$repo_root/charts/esbench" \
   --namespace esbench-system --set image.repository=docker.io/local/esbench --set image.tag=0.1.0 \
   --set image.pullPolicy=Never --wait --timeout 180s >/dev/null
 kubectl delete esx quickstart --ignore-not-found --wait >/dev/null  # a fresh run each time
-kubectl apply -f "$repo_root/examples/quickstart.yaml"
+"$python" -c 'import sys, yaml
+experiment = yaml.safe_load(open(sys.argv[1]))
+experiment["spec"]["elasticsearch"]["image"] = sys.argv[2]
+print(yaml.safe_dump(experiment))' "$repo_root/examples/quickstart.yaml" docker.io/local/elasticsearch:8.7.1 |
+  kubectl apply -f -
 # Progress: each phase as it is reached, with the time since the Experiment was applied.
 started=$SECONDS shown=
 while :; do

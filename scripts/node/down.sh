@@ -28,9 +28,8 @@ stop() {  # stop NAME...: SIGTERM to all at once, then SIGKILL to those still th
   sleep 0.2
 }
 
-# The demo's ECK stand-in (scripts/node/demo.sh), if any; then the kubelet, so it restarts
-# nothing; then every container of our containerd (their shims exit with them).
-stop eck-standin
+# The kubelet first, so it restarts nothing; then every container of our containerd (their
+# shims exit with them).
 stop kubelet
 if [ -S "$CONTAINERD_SOCK" ]; then
   for task in $(ctr tasks ls -q 2>/dev/null); do ctr tasks kill --signal SIGKILL "$task" >/dev/null 2>&1; done

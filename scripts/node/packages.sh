@@ -6,7 +6,9 @@
 # Idempotent: returns at once when everything is installed.
 source "$(dirname "$0")/../lib.sh"
 packages=(containerd runc containernetworking-plugins iptables conntrack ethtool socat
-          mmdebstrap util-linux mount)
+          mmdebstrap util-linux mount
+          # image builds: the pause binary and ES images' open-files shim (C), their ECK module (Java)
+          gcc libc6-dev openjdk-17-jdk-headless)
 mapfile -t missing < <(missing_packages "${packages[@]}")
 [ ${#missing[@]} -eq 0 ] && exit 0
 # Never let a package's maintainer script start the system containerd: up.sh runs its own

@@ -45,6 +45,13 @@ def eck(cluster):
 
 
 @pytest.fixture(scope="session")
+def real_eck_namespace(cluster, images, eck):
+    """A restricted namespace whose clusters the real ECK operator makes (see harness.real_eck)."""
+    with harness.real_eck(cluster) as namespace:
+        yield namespace
+
+
+@pytest.fixture(scope="session")
 def operator(cluster, images, eck):
     """The esbench chart installed with Helm, its operator pod running, in a restricted namespace."""
     with harness.installed_operator(cluster, resync_seconds=2) as installed:

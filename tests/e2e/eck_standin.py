@@ -348,18 +348,3 @@ def _statefulset(es: dict[str, Any], node_set: dict[str, Any], set_name: str, se
 def _b64(value: str | bytes) -> str:
     return base64.b64encode(value if isinstance(value, bytes) else value.encode()).decode()
 
-
-def main() -> None:
-    """`python -m tests.e2e.eck_standin`: serve the cluster of $KUBECONFIG in the foreground (make demo-node)."""
-    import os
-
-    from kubernetes import config
-
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    standin = EckStandin(config.new_client_from_config(os.environ.get("KUBECONFIG")))
-    log.info("standing in for ECK's controller in every namespace")
-    standin.run_forever()
-
-
-if __name__ == "__main__":
-    main()

@@ -29,6 +29,9 @@ ESBENCH_IMAGE = "docker.io/local/esbench:0.1.0"
 ES_VERSION = "8.7.1"  # the image scripts/images/elasticsearch.sh builds by default
 RESTRICTED = {"pod-security.kubernetes.io/enforce": "restricted",
               "pod-security.kubernetes.io/enforce-version": "latest"}
+# On the offline node the real ECK operator manages this namespace only; the stand-in serves the others.
+REAL_ECK_NAMESPACE = "e2e-real-eck"
+ECK_OPERATOR_NAMESPACE = "elastic-system"
 
 
 def run(argv: list[str], **kwargs) -> str:
@@ -119,17 +122,53 @@ def eck_standin(cluster: Cluster) -> Iterator[EckStandin | None]:
             "elasticsearches.elasticsearch.k8s.elastic.co")  # fails clearly when ECK is missing
         yield None
         return
+    # A node kept from `make demo` runs the real ECK for every namespace: it would fight the stand-in.
+    cluster.helm("uninstall", "elastic-operator", "--namespace", ECK_OPERATOR_NAMESPACE, "--ignore-not-found",
+                 "--wait", "--timeout", "120s")
     crd = eck_crd_path()
     if not crd.is_file():
         script("eck-crds.sh")
     cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(crd))
     _wait_established(cluster, "elasticsearches.elasticsearch.k8s.elastic.co")
     # Its own API client: it runs in a thread of its own.
-    standin = EckStandin(config.new_client_from_config(str(cluster.kubeconfig))).start()
+    standin = EckStandin(config.new_client_from_config(str(cluster.kubeconfig)),
+                         ignored_namespaces={REAL_ECK_NAMESPACE}).start()
     try:
         yield standin
     finally:
         standin.stop()
+
+
+@contextmanager
+def real_eck(cluster: Cluster) -> Iterator[str]:
+    """A restricted namespace whose clusters the real ECK operator makes; yields its name.
+
+    On the offline node: ECK installed by scripts/node/eck.sh (its own Helm chart, webhook on),
+    managing that namespace only (the stand-in serves the rest). Clusters there must name the
+    offline image (`elasticsearch.image`; scripts/images/elasticsearch.sh says what it adds for
+    ECK). On kind: ECK installed beforehand manages every namespace; a fresh namespace.
+    """
+    namespace = REAL_ECK_NAMESPACE if cluster.flavour == "node" else f"e2e-real-eck-{uuid.uuid4().hex[:6]}"
+    core = client.CoreV1Api(cluster.api)
+    core.create_namespace({"metadata": {"name": namespace, "labels": RESTRICTED}})
+    try:
+        if cluster.flavour == "node":
+            with _eck_installed(cluster, namespace):
+                yield namespace
+        else:
+            yield namespace
+    finally:
+        core.delete_namespace(namespace)
+        _wait_gone(core, namespace)
+
+
+@contextmanager
+def _eck_installed(cluster: Cluster, managed_namespace: str) -> Iterator[None]:
+    run(["bash", str(ROOT / "scripts/node/eck.sh"), managed_namespace], env={**os.environ, "KUBECONFIG": str(cluster.kubeconfig)})
+    try:
+        yield
+    finally:
+        cluster.helm("uninstall", "elastic-operator", "--namespace", ECK_OPERATOR_NAMESPACE, "--wait", "--timeout", "120s")
 
 
 @contextmanager
@@ -175,7 +214,11 @@ def restricted_namespace(cluster: Cluster, prefix: str = "e2e-") -> Iterator[str
         yield name
     finally:
         core.delete_namespace(name)
-        deadline = time.monotonic() + 180
-        while any(ns.metadata.name == name for ns in core.list_namespace().items):
-            assert time.monotonic() < deadline, f"namespace {name} still there 180s after its deletion"
-            time.sleep(1)
+        _wait_gone(core, name)
+
+
+def _wait_gone(core: client.CoreV1Api, namespace: str, timeout: float = 180) -> None:
+    deadline = time.monotonic() + timeout
+    while any(ns.metadata.name == namespace for ns in core.list_namespace().items):
+        assert time.monotonic() < deadline, f"namespace {namespace} still there {timeout:.0f}s after its deletion"
+        time.sleep(1)

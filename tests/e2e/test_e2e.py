@@ -2,7 +2,8 @@
 
 Real: the API server, scheduler, controllers, kubelet, containerd, kube-proxy, DNS, the
 operator image installed by Helm, Elasticsearch pods (HTTPS, basic auth), the Rally Job.
-Stood in for: only ECK's controller (tests/e2e/eck_standin.py). See conftest.py for how the
+Stood in for: only ECK's controller (tests/e2e/eck_standin.py), except for the quickstart's
+second run, which the real ECK operator serves (harness.real_eck). See conftest.py for how the
 cluster is obtained. Every namespace here enforces Pod Security "restricted".
 """
 
@@ -10,12 +11,14 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import datetime
 from typing import Any
 
 import pytest
 import yaml
 from kubernetes import client
 
+from tests.e2e.eck_standin import es_image
 from tests.e2e.harness import ES_VERSION, ROOT, Cluster
 from tests.support.waiting import wait_for
 
@@ -40,8 +43,9 @@ def quickstart(**rally: Any) -> dict[str, Any]:
 class Experiments:
     """The Experiment API of one namespace, plus what a failing test needs to explain itself."""
 
-    def __init__(self, cluster: Cluster, namespace: str, operator_namespace: str):
+    def __init__(self, cluster: Cluster, namespace: str, operator_namespace: str, real_eck: bool = False):
         self.cluster, self.namespace, self.operator_namespace = cluster, namespace, operator_namespace
+        self.real_eck = real_eck  # the real ECK operator makes this namespace's clusters
         self.custom = client.CustomObjectsApi(cluster.api)
         self.core = client.CoreV1Api(cluster.api)
         self.batch = client.BatchV1Api(cluster.api)
@@ -111,6 +115,14 @@ def experiments(cluster, operator, restricted_namespace) -> Experiments:
     return Experiments(cluster, restricted_namespace, operator["namespace"])
 
 
+@pytest.fixture(params=["eck-standin", "real-eck"])
+def eck_experiments(request, cluster, operator) -> Experiments:
+    """Experiments in a namespace of the ECK stand-in, then in the one of the real ECK operator."""
+    real_eck = request.param == "real-eck" or cluster.flavour == "kind"
+    namespace = request.getfixturevalue("real_eck_namespace" if request.param == "real-eck" else "restricted_namespace")
+    return Experiments(cluster, namespace, operator["namespace"], real_eck)
+
+
 def test_helm_installs_an_operator_that_runs_under_pod_security_restricted(cluster, operator):
     apps = client.AppsV1Api(cluster.api)
     deployments = apps.list_namespaced_deployment(operator["namespace"]).items
@@ -130,9 +142,16 @@ def test_restricted_namespace_refuses_a_privileged_pod(cluster, restricted_names
     assert refused.value.status == 403 and "violates PodSecurity" in refused.value.body
 
 
-def test_quickstart_succeeds_with_sane_results_and_cleans_up_its_cluster(experiments):
+def test_quickstart_succeeds_with_sane_results_and_cleans_up_its_cluster(cluster, eck_experiments):
+    experiments = eck_experiments
     body = quickstart()
+    if cluster.flavour == "node":  # an image ECK accepts, offline (the stand-in runs it whatever the spec says)
+        body["spec"]["elasticsearch"]["image"] = es_image(ES_VERSION)
     created = experiments.create(body)
+    if experiments.real_eck:  # ECK notes the UUID of a cluster it has formed (the stand-in does not)
+        wait_for(lambda: any("elasticsearch.k8s.elastic.co/cluster-uuid" in (es["metadata"].get("annotations") or {})
+                             for es in experiments.elasticsearches()), RACE_TIMEOUT,
+                 what="ECK to form the cluster", interval=POLL_SECONDS, diagnose=experiments.diagnose)
     experiment = experiments.wait_finished("quickstart")
     status = experiment["status"]
 
@@ -151,6 +170,10 @@ def test_quickstart_succeeds_with_sane_results_and_cleans_up_its_cluster(experim
     assert results["cluster"]["storeSizeBytes"] > 0
     assert results["cluster"]["segmentCount"] >= 1
     assert status["headline"]
+    created_at = datetime.fromisoformat(experiment["metadata"]["creationTimestamp"])
+    print(f"{experiments.namespace}: created -> cluster ready "
+          f"{(datetime.fromisoformat(status['clusterReadyTime']) - created_at).total_seconds():.0f} s, -> finished "
+          f"{(datetime.fromisoformat(status['completionTime']) - created_at).total_seconds():.0f} s")
 
     race = experiments.core.read_namespaced_config_map(status["raceJsonConfigMap"], experiments.namespace)
     race_json = json.loads(race.data["race.json"])
@@ -166,6 +189,29 @@ def test_quickstart_succeeds_with_sane_results_and_cleans_up_its_cluster(experim
     wait_for(lambda: not [p for p in experiments.pods() if "-es-" in p.metadata.name], 120,
              what="the Elasticsearch pods to go", interval=POLL_SECONDS, diagnose=experiments.diagnose)
     assert [job.status.succeeded for job in experiments.jobs()] == [1]
+
+
+def test_three_node_cluster_of_the_real_eck_operator_serves_a_race_on_replicated_shards(
+        cluster, operator, real_eck_namespace):
+    """ECK's discovery and transport TLS between three pods; the index's replicas on other nodes."""
+    experiments = Experiments(cluster, real_eck_namespace, operator["namespace"], real_eck=True)
+    body = quickstart()
+    body["metadata"]["name"] = "three-nodes"
+    es = body["spec"]["elasticsearch"]
+    es.update(nodeCount=3, heap="384m", resources={"requests": {"cpu": "300m", "memory": "1Gi"}, "limits": {"memory": "1Gi"}})
+    if cluster.flavour == "node":
+        es["image"] = es_image(ES_VERSION)
+    body["spec"]["index"] = {"shards": 3, "replicas": 1}
+    experiments.create(body)
+    experiment = experiments.wait_finished("three-nodes")
+    status = experiment["status"]
+    created_at = datetime.fromisoformat(experiment["metadata"]["creationTimestamp"])
+    print(f"3 nodes: created -> cluster ready "
+          f"{(datetime.fromisoformat(status['clusterReadyTime']) - created_at).total_seconds():.0f} s")
+    assert "3 nodes, health green" in status["conditions"][0]["message"] + status["conditions"][1]["message"]
+    assert len(status["results"]["nodes"]) == 3, status["results"]["nodes"]
+    assert all(task["errorRate"] == 0 for task in status["results"]["tasks"])
+    experiments.assert_no_pod_was_refused()
 
 
 def test_operator_pod_killed_mid_race_experiment_still_finishes_once_and_deleting_it_removes_everything(experiments):
