@@ -11,14 +11,12 @@ stand-in can serve every other namespace of the same control plane.
 from __future__ import annotations
 
 import os
-import shutil
-import signal
-import subprocess
 from pathlib import Path
 
 import yaml
 
 from tests.support.controlplane import ControlPlane, cache_dir, eck_crd_path
+from tests.support.processes import OwnedProcess
 
 ECK_VERSION = eck_crd_path().parent.name
 
@@ -27,13 +25,12 @@ def eck_operator_path() -> Path:
     return cache_dir() / "eck" / ECK_VERSION / "eck-operator"
 
 
-class RealEck:
+class RealEck(OwnedProcess):
     def __init__(self, control_plane: ControlPlane, namespaces: list[str], workdir: Path):
+        super().__init__(workdir / "eck-operator.log")
         self.control_plane = control_plane
         self.namespaces = namespaces
         self.workdir = workdir
-        self.log_path = workdir / "eck-operator.log"
-        self.process: subprocess.Popen | None = None
 
     def start(self) -> RealEck:
         binary = eck_operator_path()
@@ -41,15 +38,10 @@ class RealEck:
             raise FileNotFoundError(f"{binary} not found: run `make deps` (scripts/eck-operator.sh)")
         self._install_other_crds(binary.parent / "all-crds.yaml")
         operator_namespace = self.control_plane.create_namespace("elastic-system-")
-        log = self.log_path.open("ab")
-        # --pdeathsig: if the test run itself is killed, ECK goes with it.
-        prefix = ["setpriv", "--pdeathsig", "KILL", "--"] if shutil.which("setpriv") else []
-        self.process = subprocess.Popen(
-            [*prefix, str(binary), "manager", f"--namespaces={','.join(self.namespaces)}",
-             f"--operator-namespace={operator_namespace}", "--enable-webhook=false",
-             "--enable-leader-election=false", "--disable-telemetry", "--metrics-port=0"],
-            env={**os.environ, "KUBECONFIG": str(self.control_plane.kubeconfig_path)},
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.launch([str(binary), "manager", f"--namespaces={','.join(self.namespaces)}",
+                     f"--operator-namespace={operator_namespace}", "--enable-webhook=false",
+                     "--enable-leader-election=false", "--disable-telemetry", "--metrics-port=0"],
+                    {**os.environ, "KUBECONFIG": str(self.control_plane.kubeconfig_path)})
         return self
 
     def _install_other_crds(self, all_crds: Path) -> None:
@@ -64,15 +56,3 @@ class RealEck:
     def check_running(self) -> None:
         if self.process and self.process.poll() is not None:
             raise RuntimeError(f"the ECK operator exited with {self.process.returncode}:\n{self.log_tail()}")
-
-    def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
-
-    def log_tail(self, lines: int = 60) -> str:
-        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
