@@ -17,6 +17,7 @@ deps:
 	bash scripts/coredns.sh >/dev/null
 	bash scripts/eck-crds.sh
 	bash scripts/eck-operator.sh
+	bash scripts/local-path-provisioner.sh
 	bash scripts/helm.sh
 
 # All tests: unit, API server (admission, operator lifecycle, chart), real Elasticsearch +

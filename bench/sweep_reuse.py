@@ -1,15 +1,15 @@
 """What cluster reuse saves an ExperimentSweep, on the offline node with real pods (`make bench`).
 
 Runs one sweep of K cells that differ only in index.refreshInterval (the quickstart's spec:
-8.7.1, smoke track, emptyDir; repetitions 1, parallelism 1) twice, with clusterReuse true and
+8.7.1, smoke track, a 1Gi claim; repetitions 1, parallelism 1) twice, with clusterReuse true and
 false, each in a fresh restricted namespace, and reports for each:
   clusters        distinct Elasticsearch resource names seen, polling every second
   wall            from the create call to the sweep's Succeeded, as seen by polling
   cluster wait    sum over the runs of status.clusterReadyTime - startTime
   race            sum over the runs of status.completionTime - clusterReadyTime
 The environment is the e2e suite's, set up by tests/e2e/harness.py: a real single node
-(scripts/node/up.sh), the chart installed with Helm, real Elasticsearch and Rally pods; only
-ECK's controller is stood in for (tests/e2e/eck_standin.py). Needs root; takes ~15 min at K=3.
+(scripts/node/up.sh), the real ECK operator and the chart installed with Helm, real
+Elasticsearch and Rally pods. Needs root; takes ~15 min at K=3.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ def seconds(start: str, end: str) -> float:
 def sweep_body(name: str, cells: int, reuse: bool) -> dict[str, Any]:
     template = yaml.safe_load((ROOT / "examples/quickstart.yaml").read_text())["spec"]
     assert template["elasticsearch"]["version"] == harness.ES_VERSION, "examples/quickstart.yaml moved on"
+    template["elasticsearch"]["image"] = harness.es_image()
     return {"apiVersion": models.API_VERSION, "kind": models.SWEEP_KIND, "metadata": {"name": name},
             "spec": {"template": template, "repetitions": 1, "parallelism": 1, "clusterReuse": reuse,
                      "matrix": [{"field": "index.refreshInterval", "values": REFRESH_INTERVALS[:cells]}]}}
@@ -95,7 +96,8 @@ def main() -> int:
     with harness.obtain_cluster(keep=True if args.keep_node else None) as cluster:
         print("images ...", file=sys.stderr, flush=True)
         cluster.load_images()
-        with harness.eck_standin(cluster), harness.installed_operator(cluster, resync_seconds=2):
+        harness.install_eck(cluster)
+        with harness.installed_operator(cluster, resync_seconds=2):
             for reuse in (True, False):
                 print(f"sweep of {args.cells} cells, clusterReuse {str(reuse).lower()} ...", file=sys.stderr,
                       flush=True)

@@ -5,6 +5,8 @@ cache=${ESBENCH_CACHE:-$HOME/.cache/esbench}
 script=${0##*/}
 # The ECK release whose API esbench's operator and tests speak (CRDs and operator, from its Go module).
 ECK_VERSION=v3.5.0
+# The dynamic volume provisioner of the offline node (kind ships the same one as its default class).
+LOCAL_PATH_PROVISIONER_VERSION=v0.0.30
 
 # exit_if_cached MESSAGE COMMAND...: when COMMAND succeeds (the cache is warm), print MESSAGE
 # and end the script.

@@ -4,7 +4,7 @@
 # as docker.io/local/elasticsearch:VERSION. The integ-test-zip is the minimal distribution
 # (transport-netty4, x-pack-core, x-pack-security): enough for the bundled tracks, and its
 # security module gives the HTTPS + basic-auth endpoint that ECK gives in production.
-# Usage: scripts/images/elasticsearch.sh [VERSION]  (default 8.7.1; 8.19.x lacks `GET /`, which Rally needs)
+# Usage: scripts/images/elasticsearch.sh [VERSION]  (default 8.7.1; also 7.17.x and 8.19.x)
 # Runs as uid 1000. Entrypoint es-entrypoint.sh: puts $ELASTIC_PASSWORD into the keystore as
 # bootstrap.password (the elastic user's password until one is set), then starts Elasticsearch.
 #
@@ -15,7 +15,11 @@
 #   node shutdown API ECK reads (x-pack-shutdown) and empty `ilm`/`slm` reserved-state
 #   handlers, which ECK's file-based settings name (x-pack-ilm, x-pack-slm): the minimal zip
 #   has neither, and ECK then never finishes reconciling (7.17) or ES never turns ready (8.x).
-#   Written against the 8.7 API: other versions need a variant of it.
+#   Its entry point comes in two plugin APIs, v8.7/ (also used for 7.17, whose REST handler
+#   takes 7.x's class names and which has no file-based settings, so no reserved-state
+#   handlers) and v8.19/ (which adds `GET /`: the 8.19 minimal distribution lacks it, and Rally
+#   reads the version from it). Built and run under ECK here: 7.17.29, 8.7.1, 8.19.21; other
+#   8.x minors take v8.7/ and may need a variant.
 # - eck-shim/nofile.c, preloaded (LD_PRELOAD): the open-files hard limit of these machines
 #   (20000, not raisable without CAP_SYS_RESOURCE) fails the bootstrap checks that ES enforces
 #   under ECK's multi-node discovery (65535); it reports 65535 instead.
@@ -50,8 +54,23 @@ unzip -q "$zip" -d "$work"
 es_dir="$work/elasticsearch-$version"
 shim="$es_dir/modules/esbench-eck-shim"
 mkdir -p "$work/classes" "$shim"
-javac --release 17 -nowarn -cp "$es_dir/lib/*" -d "$work/classes" $(find "$images_dir/eck-shim/src" -name '*.java') >&2
-cp -r "$images_dir/eck-shim/META-INF" "$work/classes/"
+shim_src="$images_dir/eck-shim"
+case $version in
+  8.19.*) plugin_api=v8.19 ;;
+  *) plugin_api=v8.7 ;;
+esac
+if [ "${version%%.*}" = 7 ]; then
+  # 7.x: the same REST handler under 7.x's class names (NodeClient's package, BytesRestResponse);
+  # no reserved-state handlers, as 7.x has no file-based settings for ECK to write.
+  mkdir -p "$work/src7"
+  sed -e 's/client\.internal\.node\.NodeClient/client.node.NodeClient/' -e 's/\bRestResponse\b/BytesRestResponse/g' \
+    "$shim_src/src/io/esbench/eckshim/NoNodeShutdowns.java" > "$work/src7/NoNodeShutdowns.java"
+  sources=("$work/src7/NoNodeShutdowns.java" "$shim_src/$plugin_api/io/esbench/eckshim/EckShimPlugin.java")
+else
+  mapfile -t sources < <(find "$shim_src/src" "$shim_src/$plugin_api" -name '*.java')
+  cp -r "$shim_src/META-INF" "$work/classes/"
+fi
+javac --release 17 -nowarn -cp "$es_dir/lib/*" -d "$work/classes" "${sources[@]}" >&2
 jar --create --file "$shim/esbench-eck-shim.jar" -C "$work/classes" .
 cat > "$shim/plugin-descriptor.properties" <<PROPERTIES
 description=esbench's stand-ins for the x-pack APIs that ECK calls (offline test images only)

@@ -36,3 +36,29 @@ prune_older() {
 
 # In chroot hooks: a clean environment, so the host's PIP_*, LANG, ... never leak into a build.
 CHROOT_ENV=(env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8)
+
+# built_binary SCRIPT: the path of the binary a build script of scripts/ made (it prints
+# "WHAT: PATH" or "WHAT: PATH (built in N s)").
+built_binary() { bash "$repo_root/scripts/$1" | sed 's/^[^:]*: //; s/ (.*//'; }
+
+# binary_image NAME VERSION BINARY TARGET USER: an image of one static binary, BINARY copied to
+# TARGET (its entrypoint) on a Debian bookworm `essential` root filesystem (sh and coreutils
+# included), packed as docker.io/local/NAME:VERSION running as USER (uid:gid). Prints the archive's
+# path. Cached by a hash of the binary, the calling script and this library.
+binary_image() {
+  local name=$1 version=$2 binary=$3 target=$4 user=$5
+  local hash archive work
+  hash=$(content_hash "$0" "$images_dir/lib.sh" "$images_dir/oci-pack.py" "$binary")
+  archive="$image_cache/$name-$version-$hash.tar"
+  [ -s "$archive" ] && { echo "$archive"; return; }
+  work=$(mktemp -d "$image_cache/.$name.XXXXXX")
+  mmdebstrap --quiet --variant=essential \
+    --customize-hook="copy-in $binary /" \
+    --customize-hook="mkdir -p \"\$1$(dirname "$target")\" && mv \"\$1/$(basename "$binary")\" \"\$1$target\"" \
+    "$DEBIAN_SUITE" "$work/rootfs" "$DEBIAN_MIRROR" >&2
+  python3 "$images_dir/oci-pack.py" --rootfs "$work/rootfs" --name "docker.io/local/$name:$version" \
+    --out "$archive" --entrypoint "[\"$target\"]" --user "$user" >/dev/null
+  rm -rf "$work"
+  prune_older "$name-$version" "$archive"
+  echo "$archive"
+}

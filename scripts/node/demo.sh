@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The Kubernetes path of the quickstart, offline, on the single node of up.sh: builds and loads
-# the images, installs the real ECK operator (eck.sh: ECK's own chart) and the esbench chart
+# the images, installs the real ECK operator (scripts/eck-install.sh: its own chart) and the esbench chart
 # with Helm, applies examples/quickstart.yaml with one change, `spec.elasticsearch.image` set to
 # the offline image (scripts/images/elasticsearch.sh: the official ones cannot be pulled here),
 # and waits for its results. The node stays up to explore (KUBECONFIG is printed); remove
@@ -17,7 +17,7 @@ kubectl() { "${ESBENCH_CACHE:-$HOME/.cache/esbench}/k8s/v1.32.4/bin/kubectl" "$@
 
 bash "$repo_root/scripts/images/import.sh" "$(bash "$repo_root/scripts/images/esbench.sh")" \
   "$(bash "$repo_root/scripts/images/elasticsearch.sh" 8.7.1)"
-bash "$here/eck.sh"
+bash "$repo_root/scripts/eck-install.sh"
 kubectl get namespace esbench-system >/dev/null 2>&1 || kubectl create namespace esbench-system >/dev/null
 kubectl label --overwrite namespace esbench-system pod-security.kubernetes.io/enforce=restricted >/dev/null
 "$(bash "$repo_root/scripts/helm.sh")" upgrade --install esbench "$repo_root/charts/esbench" \

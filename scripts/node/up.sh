@@ -4,6 +4,7 @@
 #   etcd, kube-apiserver, kube-controller-manager, kube-scheduler (control plane)
 #   containerd + runc, kubelet, kube-proxy (iptables), CNI bridge (node)
 #   CoreDNS (cluster DNS; a host process behind the usual kube-dns Service, 10.96.0.10)
+#   local-path provisioner (default StorageClass `local-path`; storage.sh)
 # Binaries: scripts/k8s-binaries.sh, scripts/etcd.sh and scripts/coredns.sh (built from the Go module proxy,
 # cached), Debian packages from scripts/node/packages.sh. The pause image is built locally
 # (scripts/images/pause.sh): nothing is pulled.
@@ -267,5 +268,7 @@ wait_for "node $NODE_NAME Ready" 120 node_ready
 wait_for "CoreDNS ready" 30 curl -fsS http://127.0.0.1:8181/ready
 # The service account controller makes `default` in each namespace; pods need it.
 wait_for "default service account" 30 kubectl -n default get serviceaccount default
+# A default StorageClass with a real provisioner, so claims bind as on any cluster.
+KUBECONFIG=$NODE_DIR/admin.kubeconfig bash "$here/storage.sh"
 echo "node up in $(( $(date +%s) - start_time ))s; export KUBECONFIG=$NODE_DIR/admin.kubeconfig" >&2
 echo "$NODE_DIR/admin.kubeconfig"

@@ -1,4 +1,4 @@
-"""End-to-end fixtures: a real Kubernetes with real pods, the esbench chart, ECK's stand-in.
+"""End-to-end fixtures: a real Kubernetes with real pods, the real ECK operator, the esbench chart.
 
 How the cluster is obtained is the only thing that varies (ESBENCH_E2E_CLUSTER, default node):
 - `node`: scripts/node/up.sh starts a whole single node as host processes (needs root;
@@ -8,7 +8,7 @@ How the cluster is obtained is the only thing that varies (ESBENCH_E2E_CLUSTER, 
 - `kind`: the cluster of the current KUBECONFIG, made by kind (`make e2e-kind`, on machines with
   a container registry, and the real ECK operator installed); the image is built from
   operator/Dockerfile and loaded with `kind load docker-image` (KIND_CLUSTER_NAME, default `kind`).
-Everything else (tests, stand-in, chart install) is shared. The fixtures are thin wrappers of
+Everything else (tests, ECK's chart install, esbench's chart install) is shared. The fixtures are thin wrappers of
 tests/e2e/harness.py, which scripts (bench/sweep_reuse.py) use to set up the same environment.
 """
 
@@ -39,16 +39,8 @@ def images(cluster):
 
 @pytest.fixture(scope="session")
 def eck(cluster):
-    """The ECK stand-in on the offline node (real ECK on kind: None); see harness.eck_standin."""
-    with harness.eck_standin(cluster) as standin:
-        yield standin
-
-
-@pytest.fixture(scope="session")
-def real_eck_namespace(cluster, images, eck):
-    """A restricted namespace whose clusters the real ECK operator makes (see harness.real_eck)."""
-    with harness.real_eck(cluster) as namespace:
-        yield namespace
+    """The real ECK operator, managing every namespace (see harness.install_eck)."""
+    harness.install_eck(cluster)
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,5 @@
 """What the end-to-end tests share: where things are, how a cluster is driven (kubectl, Helm, images),
-and the environment itself (the cluster, ECK or its stand-in, the installed chart) as plain
+and the environment itself (the cluster, the real ECK operator, the installed chart) as plain
 context managers, so that a benchmark script sets up exactly what the e2e fixtures set up.
 """
 
@@ -18,20 +18,26 @@ from typing import Any
 import yaml
 from kubernetes import client, config
 
-from tests.e2e.eck_standin import EckStandin
-from tests.support.controlplane import eck_crd_path, k8s_bin_dir
+from tests.support.controlplane import k8s_bin_dir
+from tests.support.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE_DIR = Path(os.environ.get("ESBENCH_NODE_DIR", "/var/lib/esbench-node"))
 OPERATOR_NAMESPACE = "esbench-system"
 RELEASE = "esbench"
 ESBENCH_IMAGE = "docker.io/local/esbench:0.1.0"
-ES_VERSION = "8.7.1"  # the image scripts/images/elasticsearch.sh builds by default
+ES_VERSION = "8.7.1"  # the quickstart's; the image scripts/images/elasticsearch.sh builds by default
+# Every version the offline images serve under ECK: 7.x (no file-based settings) and 8.19 (its own plugin API).
+ES_VERSIONS = (ES_VERSION, "7.17.29", "8.19.21")
+
+
+def es_image(version: str = ES_VERSION) -> str:
+    """The offline image of scripts/images/elasticsearch.sh (it says what it adds for ECK)."""
+    return f"docker.io/local/elasticsearch:{version}"
+
+
 RESTRICTED = {"pod-security.kubernetes.io/enforce": "restricted",
               "pod-security.kubernetes.io/enforce-version": "latest"}
-# On the offline node the real ECK operator manages this namespace only; the stand-in serves the others.
-REAL_ECK_NAMESPACE = "e2e-real-eck"
-ECK_OPERATOR_NAMESPACE = "elastic-system"
 
 
 def run(argv: list[str], **kwargs) -> str:
@@ -60,10 +66,10 @@ class Cluster:
 
     def load_images(self) -> None:
         """The esbench image in the cluster. Offline: built without a registry, plus the
-        Elasticsearch image the ECK stand-in runs. kind: operator/Dockerfile, as users build it
-        (real ECK pulls its own Elasticsearch images)."""
+        Elasticsearch image that clusters name there. kind: operator/Dockerfile, as users build it
+        (ECK pulls the official Elasticsearch images)."""
         if self.flavour == "node":
-            archives = [script("images/esbench.sh"), script("images/elasticsearch.sh", ES_VERSION)]
+            archives = [script("images/esbench.sh"), *(script("images/elasticsearch.sh", v) for v in ES_VERSIONS)]
             run(["bash", str(ROOT / "scripts/images/import.sh"), *archives])
         else:
             run(["docker", "build", "-f", str(ROOT / "operator/Dockerfile"), "-t", ESBENCH_IMAGE, str(ROOT)])
@@ -103,72 +109,20 @@ def obtain_cluster(flavour: str | None = None, keep: bool | None = None) -> Iter
             run(["bash", str(ROOT / "scripts/node/down.sh")])
 
 
-def _wait_established(cluster: Cluster, crd: str, timeout: float = 60) -> None:
+def _wait_established(cluster: Cluster, crd: str) -> None:
     extensions = client.ApiextensionsV1Api(cluster.api)
-    deadline = time.monotonic() + timeout
-    while not any(c.type == "Established" and c.status == "True" for c in
-                  extensions.read_custom_resource_definition(crd).status.conditions or []):
-        assert time.monotonic() < deadline, f"the CRD {crd} was not Established within {timeout:.0f}s"
-        time.sleep(0.5)
+    wait_for(lambda: any(c.type == "Established" and c.status == "True" for c in
+                         extensions.read_custom_resource_definition(crd).status.conditions or []), 60,
+             what=f"the CRD {crd} to be Established", interval=0.5)
 
 
-@contextmanager
-def eck_standin(cluster: Cluster) -> Iterator[EckStandin | None]:
-    """On the offline node: the real ECK CRD and the stand-in for ECK's controller running real
-    Elasticsearch pods. On kind: the real ECK operator, installed beforehand with its Helm chart
-    (see .github/workflows/e2e.yaml), so nothing is stood in for (yields None)."""
-    if cluster.flavour == "kind":
-        client.ApiextensionsV1Api(cluster.api).read_custom_resource_definition(
-            "elasticsearches.elasticsearch.k8s.elastic.co")  # fails clearly when ECK is missing
-        yield None
-        return
-    # A node kept from `make demo` runs the real ECK for every namespace: it would fight the stand-in.
-    cluster.helm("uninstall", "elastic-operator", "--namespace", ECK_OPERATOR_NAMESPACE, "--ignore-not-found",
-                 "--wait", "--timeout", "120s")
-    crd = eck_crd_path()
-    if not crd.is_file():
-        script("eck-crds.sh")
-    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(crd))
-    _wait_established(cluster, "elasticsearches.elasticsearch.k8s.elastic.co")
-    # Its own API client: it runs in a thread of its own.
-    standin = EckStandin(config.new_client_from_config(str(cluster.kubeconfig)),
-                         ignored_namespaces={REAL_ECK_NAMESPACE}).start()
-    try:
-        yield standin
-    finally:
-        standin.stop()
-
-
-@contextmanager
-def real_eck(cluster: Cluster) -> Iterator[str]:
-    """A restricted namespace whose clusters the real ECK operator makes; yields its name.
-
-    On the offline node: ECK installed by scripts/node/eck.sh (its own Helm chart, webhook on),
-    managing that namespace only (the stand-in serves the rest). Clusters there must name the
-    offline image (`elasticsearch.image`; scripts/images/elasticsearch.sh says what it adds for
-    ECK). On kind: ECK installed beforehand manages every namespace; a fresh namespace.
-    """
-    namespace = REAL_ECK_NAMESPACE if cluster.flavour == "node" else f"e2e-real-eck-{uuid.uuid4().hex[:6]}"
-    core = client.CoreV1Api(cluster.api)
-    core.create_namespace({"metadata": {"name": namespace, "labels": RESTRICTED}})
-    try:
-        if cluster.flavour == "node":
-            with _eck_installed(cluster, namespace):
-                yield namespace
-        else:
-            yield namespace
-    finally:
-        core.delete_namespace(namespace)
-        _wait_gone(core, namespace)
-
-
-@contextmanager
-def _eck_installed(cluster: Cluster, managed_namespace: str) -> Iterator[None]:
-    run(["bash", str(ROOT / "scripts/node/eck.sh"), managed_namespace], env={**os.environ, "KUBECONFIG": str(cluster.kubeconfig)})
-    try:
-        yield
-    finally:
-        cluster.helm("uninstall", "elastic-operator", "--namespace", ECK_OPERATOR_NAMESPACE, "--wait", "--timeout", "120s")
+def install_eck(cluster: Cluster) -> None:
+    """The real ECK operator, managing every namespace, installed by scripts/eck-install.sh with
+    ECK's own Helm chart (webhook on): on the offline node the operator built from its Go module,
+    on kind Elastic's released image. It stays installed (the script is idempotent); clusters on
+    the offline node must name the offline Elasticsearch image (es_image)."""
+    run(["bash", str(ROOT / "scripts/eck-install.sh"), *(["--registry"] if cluster.flavour == "kind" else [])],
+        env={**os.environ, "KUBECONFIG": str(cluster.kubeconfig)})
 
 
 @contextmanager
@@ -201,6 +155,7 @@ def installed_operator(cluster: Cluster, resync_seconds: int = 2) -> Iterator[di
     finally:
         cluster.helm("uninstall", RELEASE, "--namespace", namespace, "--wait", "--timeout", "120s")
         core.delete_namespace(namespace)
+        _wait_gone(core, namespace)  # the next install (this run's or the next run's) recreates it
 
 
 @contextmanager
@@ -217,8 +172,6 @@ def restricted_namespace(cluster: Cluster, prefix: str = "e2e-") -> Iterator[str
         _wait_gone(core, name)
 
 
-def _wait_gone(core: client.CoreV1Api, namespace: str, timeout: float = 180) -> None:
-    deadline = time.monotonic() + timeout
-    while any(ns.metadata.name == namespace for ns in core.list_namespace().items):
-        assert time.monotonic() < deadline, f"namespace {namespace} still there {timeout:.0f}s after its deletion"
-        time.sleep(1)
+def _wait_gone(core: client.CoreV1Api, namespace: str) -> None:
+    wait_for(lambda: all(ns.metadata.name != namespace for ns in core.list_namespace().items), 180,
+             what=f"namespace {namespace} to go after its deletion", interval=1)

@@ -1,9 +1,8 @@
 """End to end: an ExperimentSweep whose cells differ only in index settings shares one real cluster.
 
 Real: the API server, scheduler, controllers, kubelet, containerd, kube-proxy, DNS, the
-operator image installed by Helm, the sweep's one Elasticsearch pod (HTTPS, basic auth) and
-every run's Rally Job. Stood in for: only ECK's controller (tests/e2e/eck_standin.py). See
-conftest.py for how the cluster is obtained. The namespace enforces Pod Security "restricted".
+operator image installed by Helm, the ECK operator, the sweep's one Elasticsearch pod (HTTPS,
+basic auth) and every run's Rally Job. See conftest.py for how the cluster is obtained. The namespace enforces Pod Security "restricted".
 """
 
 from __future__ import annotations
@@ -58,7 +57,7 @@ def sweeps(cluster, operator, restricted_namespace) -> Sweeps:
 
 
 def test_sweep_over_codecs_runs_both_cells_one_after_another_on_one_shared_cluster_then_deletes_it(sweeps):
-    template = quickstart()["spec"]
+    template = quickstart(sweeps.cluster)["spec"]
     sweeps.create_sweep(SWEEP, {"template": template, "repetitions": 1, "clusterReuse": True,
                                 "matrix": [{"field": "index.codec", "values": ["default", "best_compression"]}]})
     done = wait_for(lambda: sweeps.finished(SWEEP), 2 * RACE_TIMEOUT, what=f"sweep {SWEEP} to finish",

@@ -34,8 +34,7 @@ VERSIONS = ("7.17.29", "8.7.1", "8.15.3", "9.1.5")
 def real_eck(control_plane, tmp_path_factory):
     """The real ECK operator, watching one namespace of its own (the stand-in serves the rest)."""
     namespace = control_plane.create_namespace("real-eck-")
-    eck = RealEck(control_plane, [namespace], tmp_path_factory.mktemp("real-eck")).start()
-    eck.namespace = namespace
+    eck = RealEck(control_plane, namespace, tmp_path_factory.mktemp("real-eck")).start()
     yield eck
     eck.stop()
     print("ECK operator log (last lines):\n" + eck.log_tail(100))

@@ -34,6 +34,7 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
 from .pki import CertificateAuthority, KeyPair, service_account_signing_key
+from .processes import tied_to_test_run
 from .waiting import wait_for
 
 K8S_VERSION = "v1.32.4"
@@ -92,12 +93,10 @@ class _Process:
     def __init__(self, name: str, argv: list[str], log_path: Path) -> None:
         self.name = name
         self.log_path = log_path
-        # setpriv --pdeathsig: if the test process is SIGKILLed (CI timeout), the kernel
-        # kills these too instead of leaving etcd/apiserver orphans behind.
-        prefix = ["setpriv", "--pdeathsig", "KILL", "--"] if shutil.which("setpriv") else []
+        # Tied to the test run, so a killed run leaves no etcd/apiserver orphans behind.
         with open(log_path, "wb") as log:
             self.popen = subprocess.Popen(
-                prefix + argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                tied_to_test_run(argv), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
 

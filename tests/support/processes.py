@@ -10,15 +10,19 @@ import subprocess
 from pathlib import Path
 
 
+def tied_to_test_run(argv: list[str]) -> list[str]:
+    """argv run so that the kernel kills it when the test run dies (e.g. SIGKILLed by a CI timeout)."""
+    return ["setpriv", "--pdeathsig", "KILL", "--", *argv] if shutil.which("setpriv") else argv
+
+
 class OwnedProcess:
     def __init__(self, log_path: Path):
         self.log_path = log_path
         self.process: subprocess.Popen | None = None
 
     def launch(self, argv: list[str], env: dict[str, str]) -> None:
-        prefix = ["setpriv", "--pdeathsig", "KILL", "--"] if shutil.which("setpriv") else []
         with self.log_path.open("ab") as log:
-            self.process = subprocess.Popen([*prefix, *argv], env=env, stdout=log, stderr=subprocess.STDOUT,
+            self.process = subprocess.Popen(tied_to_test_run(argv), env=env, stdout=log, stderr=subprocess.STDOUT,
                                             start_new_session=True)
 
     def kill(self) -> None:

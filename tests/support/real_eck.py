@@ -4,7 +4,7 @@ cluster against the test API server, as its own process.
 Everything ECK does through the API happens for real: it validates the `Elasticsearch`
 resource, writes its status and conditions, and creates the Services, Secrets, ConfigMaps and
 StatefulSets it would create on any cluster. Only pods never start: the bare test control
-plane has no scheduler and no kubelet. It watches only the namespaces it is given, so the
+plane has no scheduler and no kubelet. It watches only the namespace it is given, so the
 stand-in can serve every other namespace of the same control plane.
 """
 
@@ -26,10 +26,10 @@ def eck_operator_path() -> Path:
 
 
 class RealEck(OwnedProcess):
-    def __init__(self, control_plane: ControlPlane, namespaces: list[str], workdir: Path):
+    def __init__(self, control_plane: ControlPlane, namespace: str, workdir: Path):
         super().__init__(workdir / "eck-operator.log")
         self.control_plane = control_plane
-        self.namespaces = namespaces
+        self.namespace = namespace
         self.workdir = workdir
 
     def start(self) -> RealEck:
@@ -38,7 +38,7 @@ class RealEck(OwnedProcess):
             raise FileNotFoundError(f"{binary} not found: run `make deps` (scripts/eck-operator.sh)")
         self._install_other_crds(binary.parent / "all-crds.yaml")
         operator_namespace = self.control_plane.create_namespace("elastic-system-")
-        self.launch([str(binary), "manager", f"--namespaces={','.join(self.namespaces)}",
+        self.launch([str(binary), "manager", f"--namespaces={self.namespace}",
                      f"--operator-namespace={operator_namespace}", "--enable-webhook=false",
                      "--enable-leader-election=false", "--disable-telemetry", "--metrics-port=0"],
                     {**os.environ, "KUBECONFIG": str(self.control_plane.kubeconfig_path)})

@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.util.Collection;
 import java.util.List;
 
+import org.elasticsearch.cluster.ClusterState;
 import org.elasticsearch.reservedstate.ReservedClusterStateHandler;
 import org.elasticsearch.reservedstate.ReservedClusterStateHandlerProvider;
 import org.elasticsearch.reservedstate.TransformState;
@@ -28,6 +29,11 @@ public class NoLifecycleHandlers implements ReservedClusterStateHandlerProvider 
                 throw new IllegalArgumentException("the minimal distribution has no " + name + "; got " + map.keySet());
             }
             return previous;
+        }
+
+        // Part of the interface from 8.19's later patches on (an unused extra method before): nothing to remove.
+        public ClusterState remove(TransformState previous) {
+            return previous.state();
         }
 
         @Override

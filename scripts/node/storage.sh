@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Dynamic volumes on the node of up.sh, as on any cluster: Rancher's local-path provisioner
+# (built from its Go module, scripts/local-path-provisioner.sh), installed with its own Helm chart
+# into namespace local-path-storage, its StorageClass `local-path` the default. A claim binds when
+# its pod is scheduled; the volume is a folder under $NODE_DIR/local-path, made and removed by the
+# provisioner's helper pods; down.sh removes the folder with the node. Run by up.sh; idempotent.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo_root=$(cd "$here/../.." && pwd)
+source "$here/common.sh"
+source "$repo_root/scripts/lib.sh"
+export KUBECONFIG=${KUBECONFIG:-$NODE_DIR/admin.kubeconfig}
+need_go
+
+archive=$(bash "$repo_root/scripts/images/local-path-provisioner.sh")
+bash "$repo_root/scripts/images/import.sh" "$archive"
+version=$LOCAL_PATH_PROVISIONER_VERSION
+module=$(go_module_dir "github.com/rancher/local-path-provisioner@$version")
+image=docker.io/local/local-path-provisioner
+"$(bash "$repo_root/scripts/helm.sh")" upgrade --install local-path-provisioner "$module/deploy/chart/local-path-provisioner" \
+  --namespace local-path-storage --create-namespace \
+  --set image.repository=$image --set "image.tag=$version" --set image.pullPolicy=Never \
+  --set helperImage.repository=$image --set "helperImage.tag=$version" \
+  --set storageClass.defaultClass=true \
+  --set nodePathMap[0].node=DEFAULT_PATH_FOR_NON_LISTED_NODES --set "nodePathMap[0].paths={$NODE_DIR/local-path}" \
+  --wait --timeout 120s >/dev/null
+echo "local-path provisioner ${version#v} installed: default StorageClass local-path ($NODE_DIR/local-path)" >&2
