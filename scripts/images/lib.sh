@@ -47,18 +47,19 @@ built_binary() { bash "$repo_root/scripts/$1" | sed 's/^[^:]*: //; s/ (.*//'; }
 # path. Cached by a hash of the binary, the calling script and this library.
 binary_image() {
   local name=$1 version=$2 binary=$3 target=$4 user=$5
-  local hash archive work
+  local hash archive
   hash=$(content_hash "$0" "$images_dir/lib.sh" "$images_dir/oci-pack.py" "$binary")
   archive="$image_cache/$name-$version-$hash.tar"
   [ -s "$archive" ] && { echo "$archive"; return; }
+  # `work` is global, not local: the EXIT trap reads it after the function has returned.
   work=$(mktemp -d "$image_cache/.$name.XXXXXX")
+  trap 'rm -rf "$work"' EXIT
   mmdebstrap --quiet --variant=essential \
     --customize-hook="copy-in $binary /" \
     --customize-hook="mkdir -p \"\$1$(dirname "$target")\" && mv \"\$1/$(basename "$binary")\" \"\$1$target\"" \
     "$DEBIAN_SUITE" "$work/rootfs" "$DEBIAN_MIRROR" >&2
   python3 "$images_dir/oci-pack.py" --rootfs "$work/rootfs" --name "docker.io/local/$name:$version" \
     --out "$archive" --entrypoint "[\"$target\"]" --user "$user" >/dev/null
-  rm -rf "$work"
   prune_older "$name-$version" "$archive"
   echo "$archive"
 }

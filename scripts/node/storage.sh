@@ -22,6 +22,6 @@ image=docker.io/local/local-path-provisioner
   --set image.repository=$image --set "image.tag=$version" --set image.pullPolicy=Never \
   --set helperImage.repository=$image --set "helperImage.tag=$version" \
   --set storageClass.defaultClass=true \
-  --set nodePathMap[0].node=DEFAULT_PATH_FOR_NON_LISTED_NODES --set "nodePathMap[0].paths={$NODE_DIR/local-path}" \
+  --set "nodePathMap[0].node=DEFAULT_PATH_FOR_NON_LISTED_NODES" --set "nodePathMap[0].paths={$NODE_DIR/local-path}" \
   --wait --timeout 120s >/dev/null
 echo "local-path provisioner ${version#v} installed: default StorageClass local-path ($NODE_DIR/local-path)" >&2
