@@ -4,8 +4,12 @@ Measures, from watch events observed by this process:
   created -> ES resource created      (Experiment create call returned -> ES ADDED seen)
   ES ready -> Job created             (stand-in ECK's Ready status written -> Job ADDED seen)
   Job finished -> results in status   (Job Complete seen -> Experiment Succeeded seen)
-over LATENCY_EXPERIMENTS Experiments, then the operator's peak RSS (VmHWM) while
-CONCURRENT_EXPERIMENTS run at once, then one ExperimentSweep of SWEEP_CELLS cells x
+over LATENCY_EXPERIMENTS Experiments; then the same steps with CONCURRENT_EXPERIMENTS in flight,
+each step driven at a fixed rate of ARRIVAL_RATE per second (open loop: the driver does not wait
+for the operator) and held to TARGET_CONCURRENT_P95_SECONDS; then CONCURRENT_EXPERIMENTS created
+at once, reported as a throughput (a burst of N creates could only meet a per-Experiment latency
+target if the operator drained N per target interval), with the operator's peak RSS (VmHWM);
+then one ExperimentSweep of SWEEP_CELLS cells x
 SWEEP_REPETITIONS runs on one shared cluster: the hand-off from one run's end to the next
 run's Job (the sweep's own overhead per run), and the size of the sweep's status. ECK's controller and the kubelet are stood in for as in
 the integration tests; the API server, controller-manager and operator process are real.
@@ -43,10 +47,12 @@ from tests.support.waiting import wait_for  # noqa: E402
 LATENCY_EXPERIMENTS = int(os.environ.get("BENCH_LATENCY_EXPERIMENTS", "50"))
 BATCH = 10
 CONCURRENT_EXPERIMENTS = int(os.environ.get("BENCH_CONCURRENT_EXPERIMENTS", "1000"))
+PROBE_EXPERIMENTS = int(os.environ.get("BENCH_PROBE_EXPERIMENTS", "100"))  # created while the rest are in flight
+ARRIVAL_RATE = float(os.environ.get("BENCH_ARRIVAL_RATE", "20"))  # per second, for each step
 SWEEP_CELLS = int(os.environ.get("BENCH_SWEEP_CELLS", "20"))
 SWEEP_REPETITIONS = int(os.environ.get("BENCH_SWEEP_REPETITIONS", "5"))
 TARGET_P95_SECONDS = 1.0
-TARGET_CONCURRENT_P95_SECONDS = 0.25  # each step, with CONCURRENT_EXPERIMENTS in flight
+TARGET_CONCURRENT_P95_SECONDS = 0.25  # each step at ARRIVAL_RATE, with CONCURRENT_EXPERIMENTS in flight
 TARGET_STATUS_BYTES = 512 * 1024  # etcd takes 1.5 MiB per object; leave room
 TARGET_RSS_MIB = 300
 
@@ -125,19 +131,39 @@ def finish_every_job(kubelet: StandinKubelet, batch: client.BatchV1Api, namespac
         time.sleep(0.05)
 
 
-def print_steps(observer: Observer, names: list[str], created: dict[str, float], ready: dict[str, float]) -> float:
-    """Each step's latency over these Experiments; returns the worst p95 (seconds)."""
+def at_fixed_rate(pool: ThreadPoolExecutor, names: list[str], rate: float, action) -> None:
+    """Start ACTION for each name at RATE per second, whether or not the earlier ones are done."""
+    start = time.monotonic()
+    futures = []
+    for i, name in enumerate(names):
+        time.sleep(max(0.0, start + i / rate - time.monotonic()))  # pacing, not waiting for a condition
+        futures.append(pool.submit(action, name))
+    for future in futures:
+        future.result()
+
+
+def print_steps(observer: Observer, names: list[str], created: dict[str, float], ready: dict[str, float],
+                created_names: list[str] | None = None) -> tuple[float, float]:
+    """Each step's latency over these Experiments (the first over CREATED_NAMES if given); returns
+    the worst p95 (seconds) and the lowest rate at which a step began (per second)."""
+    created_names = created_names or names
+    # Each step: when it began for each Experiment, and when the operator had taken it.
     steps = {
-        "created -> ES resource created": [observer.seen[("es", n)] - created[n] for n in names],
-        "ES ready -> Job created": [observer.seen[("job", n)] - ready[n] for n in names],
-        "Job finished -> results in status": [observer.seen[("Succeeded", n)] - observer.seen[("complete", n)]
-                                              for n in names],
+        "created -> ES resource created": ([created[n] for n in created_names],
+                                           [observer.seen[("es", n)] for n in created_names]),
+        "ES ready -> Job created": ([ready[n] for n in names], [observer.seen[("job", n)] for n in names]),
+        "Job finished -> results in status": ([observer.seen[("complete", n)] for n in names],
+                                              [observer.seen[("Succeeded", n)] for n in names]),
     }
-    print(f"{'step':<36} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
-    for step, values in steps.items():
-        print(f"{step:<36} {statistics.median(values) * 1000:8.0f} {percentile(values, 0.95) * 1000:8.0f} "
-              f"{max(values) * 1000:8.0f}")
-    return max(percentile(values, 0.95) for values in steps.values())
+    print(f"{'step':<36} {'n':>5} {'began/s':>8} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
+    worst, lowest_rate = 0.0, float("inf")
+    for step, (began, taken) in steps.items():
+        values = [end - start for start, end in zip(began, taken, strict=True)]
+        rate = (len(began) - 1) / (max(began) - min(began))  # the load the step really had
+        print(f"{step:<36} {len(values):5d} {rate:8.1f} {statistics.median(values) * 1000:8.0f} "
+              f"{percentile(values, 0.95) * 1000:8.0f} {max(values) * 1000:8.0f}")
+        worst, lowest_rate = max(worst, percentile(values, 0.95)), min(lowest_rate, rate)
+    return worst, lowest_rate
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -167,26 +193,6 @@ def main() -> int:
         pool = ThreadPoolExecutor(max_workers=16)
         try:
             created, ready = {}, {}
-            names = [f"lat-{i:03d}" for i in range(LATENCY_EXPERIMENTS)]
-            for start in range(0, len(names), BATCH):
-                batch = names[start:start + BATCH]
-                for name in batch:
-                    created[name] = time.monotonic()
-                    custom.create_namespaced_custom_object(models.GROUP, models.VERSION, namespace, models.PLURAL,
-                                                           experiment(name))
-                observer.wait("es", batch)
-                for name in batch:
-                    eck.make_ready(namespace, name)
-                    ready[name] = time.monotonic()
-                observer.wait("job", batch)
-                list(pool.map(lambda n: kubelet.finish_job_pod(namespace, f"{n}-rally", log, 0), batch))
-                observer.wait("Succeeded", batch)
-            print(f"Operator overhead over {len(names)} Experiments in batches of {BATCH} "
-                  f"(real kube-apiserver {control_plane.server}):")
-            worst_p95 = print_steps(observer, names, created, ready)
-
-            concurrent = [f"conc-{i:04d}" for i in range(CONCURRENT_EXPERIMENTS)]
-            started = time.monotonic()
 
             def create(name: str) -> None:
                 created[name] = time.monotonic()
@@ -197,18 +203,59 @@ def main() -> int:
                 eck.make_ready(namespace, name)
                 ready[name] = time.monotonic()
 
-            list(pool.map(create, concurrent))
+            def finish(name: str) -> None:
+                kubelet.finish_job_pod(namespace, f"{name}-rally", log, 0)
+
+            names = [f"lat-{i:03d}" for i in range(LATENCY_EXPERIMENTS)]
+            for start in range(0, len(names), BATCH):
+                batch = names[start:start + BATCH]
+                for name in batch:
+                    create(name)
+                observer.wait("es", batch)
+                for name in batch:
+                    make_ready(name)
+                observer.wait("job", batch)
+                list(pool.map(finish, batch))
+                observer.wait("Succeeded", batch)
+            print(f"Operator overhead over {len(names)} Experiments in batches of {BATCH} "
+                  f"(real kube-apiserver {control_plane.server}):")
+            worst_p95, _ = print_steps(observer, names, created, ready)
+
+            # CONCURRENT_EXPERIMENTS brought in at the fixed rate, then the probes created among them
+            # (their step is "created -> ES" with all the others in flight), then every step of all.
+            concurrent = [f"conc-{i:04d}" for i in range(CONCURRENT_EXPERIMENTS)]
+            probes = [f"probe-{i:03d}" for i in range(PROBE_EXPERIMENTS)]
+            in_flight = concurrent + probes
+            started = time.monotonic()
+            at_fixed_rate(pool, concurrent, ARRIVAL_RATE, create)
             observer.wait("es", concurrent, timeout=900)
-            list(pool.map(make_ready, concurrent))
-            observer.wait("job", concurrent, timeout=900)
-            list(pool.map(lambda n: kubelet.finish_job_pod(namespace, f"{n}-rally", log, 0), concurrent))
-            observer.wait("Succeeded", concurrent, timeout=900)
-            elapsed = time.monotonic() - started
-            terminal = sum(("Succeeded", n) in observer.seen or ("Failed", n) in observer.seen for n in concurrent)
+            at_fixed_rate(pool, probes, ARRIVAL_RATE, create)
+            observer.wait("es", probes, timeout=900)
+            at_fixed_rate(pool, in_flight, ARRIVAL_RATE, make_ready)
+            observer.wait("job", in_flight, timeout=900)
+            at_fixed_rate(pool, in_flight, ARRIVAL_RATE, finish)
+            observer.wait("Succeeded", in_flight, timeout=900)
+            terminal = sum(("Succeeded", n) in observer.seen or ("Failed", n) in observer.seen for n in in_flight)
+            print(f"{CONCURRENT_EXPERIMENTS} Experiments in flight, every step at {ARRIVAL_RATE:g}/s ({len(probes)} "
+                  f"more created among them, then all {len(in_flight)} made ready, then their Jobs finished): "
+                  f"{terminal} reached a terminal phase in {time.monotonic() - started:.1f}s")
+            concurrent_p95, held_rate = print_steps(observer, in_flight, created, ready, created_names=probes)
+
+            # The same number at once: how fast the operator drains a burst (a throughput, not a latency).
+            burst = [f"burst-{i:04d}" for i in range(CONCURRENT_EXPERIMENTS)]
+            started = time.monotonic()
+            list(pool.map(create, burst))
+            observer.wait("es", burst, timeout=900)
+            drained = time.monotonic() - started
+            list(pool.map(make_ready, burst))
+            observer.wait("job", burst, timeout=900)
+            list(pool.map(finish, burst))
+            observer.wait("Succeeded", burst, timeout=900)
+            terminal += sum(("Succeeded", n) in observer.seen or ("Failed", n) in observer.seen for n in burst)
             rss = peak_rss_mib(operator.process.pid)
-            print(f"{CONCURRENT_EXPERIMENTS} concurrent Experiments: {terminal} reached a terminal phase "
-                  f"in {elapsed:.1f}s; operator peak RSS {rss:.0f} MiB")
-            concurrent_p95 = print_steps(observer, concurrent, created, ready)
+            print(f"{CONCURRENT_EXPERIMENTS} Experiments created at once: a cluster asked for each within "
+                  f"{drained:.1f}s ({CONCURRENT_EXPERIMENTS / drained:.0f}/s), all terminal "
+                  f"{time.monotonic() - started:.1f}s after the first create; operator peak RSS {rss:.0f} MiB")
 
             sweep_namespace = control_plane.create_namespace("bench-sweep-")
             sweep_observer = Observer(api_client, sweep_namespace)
@@ -245,10 +292,11 @@ def main() -> int:
             pool.shutdown(wait=False, cancel_futures=True)
     worst_p95 = max(worst_p95, percentile(handoffs, 0.95))
     ok = (worst_p95 < TARGET_P95_SECONDS and concurrent_p95 < TARGET_CONCURRENT_P95_SECONDS
-          and terminal == CONCURRENT_EXPERIMENTS and rss < TARGET_RSS_MIB
+          and held_rate >= 0.9 * ARRIVAL_RATE and terminal == 2 * CONCURRENT_EXPERIMENTS + PROBE_EXPERIMENTS and rss < TARGET_RSS_MIB
           and clusters == 1 and status_bytes < TARGET_STATUS_BYTES)
     print(f"targets (each step and hand-off p95 < {TARGET_P95_SECONDS:.0f} s in batches and < "
-          f"{TARGET_CONCURRENT_P95_SECONDS * 1000:.0f} ms with {CONCURRENT_EXPERIMENTS} in flight, all terminal, "
+          f"{TARGET_CONCURRENT_P95_SECONDS * 1000:.0f} ms at {ARRIVAL_RATE:g}/s (each step's rate held within 10 %) "
+          f"with {CONCURRENT_EXPERIMENTS} in flight, all terminal, "
           f"RSS < {TARGET_RSS_MIB} MiB, one shared cluster, sweep status < {TARGET_STATUS_BYTES // 1024} KiB): "
           f"{'met' if ok else 'NOT met'}")
     return 0 if ok else 1

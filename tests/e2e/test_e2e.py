@@ -10,7 +10,6 @@ See conftest.py for how the cluster is obtained. Every namespace here enforces P
 from __future__ import annotations
 
 import json
-import time
 from datetime import datetime
 from typing import Any
 
@@ -56,12 +55,8 @@ class Experiments:
         return self.custom.create_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL, body)
 
     def get(self, name: str) -> dict[str, Any] | None:
-        try:
-            return self.custom.get_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL, name)
-        except client.ApiException as error:
-            if error.status == 404:
-                return None
-            raise
+        return _absent_as_none(lambda: self.custom.get_namespaced_custom_object(GROUP, VERSION, self.namespace,
+                                                                                PLURAL, name))
 
     def phase(self, name: str) -> str | None:
         return ((self.get(name) or {}).get("status") or {}).get("phase")
@@ -87,13 +82,7 @@ class Experiments:
         return self.core.list_namespaced_persistent_volume_claim(self.namespace).items
 
     def volume_exists(self, name: str) -> bool:
-        try:
-            self.core.read_persistent_volume(name)
-        except client.ApiException as error:
-            if error.status == 404:
-                return False
-            raise
-        return True
+        return _absent_as_none(lambda: self.core.read_persistent_volume(name)) is not None
 
     def events(self) -> list[client.CoreV1Event]:
         return self.core.list_namespaced_event(self.namespace).items
@@ -101,6 +90,10 @@ class Experiments:
     def operator_pods(self) -> list[client.V1Pod]:
         return self.core.list_namespaced_pod(self.operator_namespace,
                                              label_selector="app.kubernetes.io/name=esbench").items
+
+    def operator_log(self) -> str:
+        (pod,) = [p for p in self.operator_pods() if not p.metadata.deletion_timestamp]
+        return self.core.read_namespaced_pod_log(pod.metadata.name, pod.metadata.namespace)
 
     def diagnose(self) -> str:
         lines = ["--- experiments:"]
@@ -121,6 +114,15 @@ class Experiments:
     def assert_no_pod_was_refused(self) -> None:
         refused = [e.message for e in self.events() if e.reason == "FailedCreate" and "PodSecurity" in (e.message or "")]
         assert not refused, f"Pod Security refused pods: {refused}"
+
+
+def _absent_as_none(read):
+    try:
+        return read()
+    except client.ApiException as error:
+        if error.status == 404:
+            return None
+        raise
 
 
 @pytest.fixture
@@ -151,7 +153,7 @@ def test_restricted_namespace_refuses_a_privileged_pod(cluster, restricted_names
 def test_quickstart_succeeds_with_sane_results_and_cleans_up_its_cluster(cluster, experiments, version):
     body = quickstart(cluster, version)
     created = experiments.create(body)
-    # The real ECK formed the cluster: it notes the UUID (no stand-in does).
+    # ECK formed the cluster: it notes the UUID it read from `GET /` on the resource.
     wait_for(lambda: any("elasticsearch.k8s.elastic.co/cluster-uuid" in (es["metadata"].get("annotations") or {})
                          for es in experiments.elasticsearches()), RACE_TIMEOUT,
              what="ECK to form the cluster", interval=POLL_SECONDS, diagnose=experiments.diagnose)
@@ -258,9 +260,15 @@ def test_operator_pod_killed_mid_race_experiment_still_finishes_once_and_deletin
     assert experiment["status"]["results"]["tasks"]
     finished = [e for e in experiments.events() if e.involved_object.kind == "Experiment" and e.reason == "RaceSucceeded"]
     assert sum(e.count or 1 for e in finished) == 1, [e.message for e in finished]
-    completion = experiment["status"]["completionTime"]
-    time.sleep(6)  # three resyncs (resyncSeconds=2): results are written once, never again
-    assert experiments.get("quickstart")["status"]["completionTime"] == completion
+    # Results are written once, never again: make the operator reconcile the finished Experiment
+    # (a change to its Job) and, once kopf has logged that handler's end, find the Experiment unchanged.
+    handled = f"[{experiments.namespace}/quickstart-rally] Handler 'job_changed' succeeded."
+    before = experiments.operator_log().count(handled)
+    experiments.batch.patch_namespaced_job("quickstart-rally", experiments.namespace,
+                                           {"metadata": {"annotations": {"esbench.test/poke": "1"}}})
+    wait_for(lambda: experiments.operator_log().count(handled) > before, 60, what="the operator to handle the Job's change",
+             interval=POLL_SECONDS, diagnose=experiments.diagnose)
+    assert experiments.get("quickstart")["metadata"]["resourceVersion"] == experiment["metadata"]["resourceVersion"]
     experiments.assert_no_pod_was_refused()
 
     # cleanup: Keep left the cluster up; deleting the Experiment removes it and the Job (owner references).

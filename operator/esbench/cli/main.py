@@ -86,7 +86,7 @@ def operator(namespaces: tuple[str, ...], liveness: str, verbose: bool) -> None:
 
     import esbench.controller.handlers  # noqa: F401  (registers the handlers)
 
-    kopf.configure(verbose=verbose)
+    kopf.configure(verbose=verbose, log_prefix=True)  # each object's lines name it, as `kopf run` does
     kopf.run(standalone=True, clusterwide=not namespaces, namespaces=list(namespaces), liveness_endpoint=liveness)
 
 

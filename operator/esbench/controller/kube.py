@@ -132,10 +132,11 @@ class Kube:
 
     # --- ECK Elasticsearch ---
 
-    def create_elasticsearch(self, manifest: dict[str, Any]) -> None:
+    def create_elasticsearch(self, manifest: dict[str, Any]) -> dict[str, Any] | None:
+        """The resource as created, or None when one of that name existed already."""
         namespace = manifest["metadata"]["namespace"]
         try:
-            _create("Elasticsearch", manifest, lambda: self.custom.create_namespaced_custom_object(
+            return _create("Elasticsearch", manifest, lambda: self.custom.create_namespaced_custom_object(
                 ECK_GROUP, ECK_VERSION, namespace, ECK_PLURAL, manifest))
         except Rejected as rejected:
             if (error := rejected.__cause__) is not None and error.status == 404:
@@ -157,8 +158,10 @@ class Kube:
 
     # --- the Rally Job and its results ---
 
-    def create_job(self, manifest: dict[str, Any]) -> None:
-        _create("Job", manifest, lambda: self.batch.create_namespaced_job(manifest["metadata"]["namespace"], manifest))
+    def create_job(self, manifest: dict[str, Any]) -> bool:
+        """Whether it was created now (False: one of that name existed already)."""
+        return _create("Job", manifest, lambda: self.batch.create_namespaced_job(
+            manifest["metadata"]["namespace"], manifest)) is not None
 
     def get_job(self, namespace: str, name: str) -> dict[str, Any] | None:
         job = _absent_as_none(lambda: self.batch.read_namespaced_job(name, namespace))
@@ -196,7 +199,7 @@ class Kube:
     def create_configmap(self, manifest: dict[str, Any]) -> bool:
         """Whether it was created now (False: one of that name existed already)."""
         return _create("ConfigMap", manifest, lambda: self.core.create_namespaced_config_map(
-            manifest["metadata"]["namespace"], manifest))
+            manifest["metadata"]["namespace"], manifest)) is not None
 
 
 def _absent_as_none(call):
@@ -217,16 +220,15 @@ def _absent_as_gone(call) -> None:
         raise
 
 
-def _create(kind: str, manifest: dict[str, Any], call) -> bool:
-    """Create, and say whether it was; one that exists already (a retry, a restart) is kept. A
-    client error other than throttling is final: Rejected. Server errors and timeouts propagate,
-    to be tried again."""
+def _create(kind: str, manifest: dict[str, Any], call) -> Any:
+    """Create, and return what the server made; None when one exists already (a retry, a
+    restart): it is kept. A client error other than throttling is final: Rejected. Server errors
+    and timeouts propagate, to be tried again."""
     try:
-        call()
-        return True
+        return call()
     except ApiException as error:
         if error.status == 409:
-            return False
+            return None
         if error.status is not None and 400 <= error.status < 500 and error.status != 429:
             raise Rejected(kind, manifest["metadata"]["name"], error) from error
         raise

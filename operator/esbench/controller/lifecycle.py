@@ -87,6 +87,8 @@ class Reconciler:
                 return
             if phase in (None, Phase.PENDING):
                 body = self._provision(body, experiment)
+                if experiment.owns_cluster:  # just asked for: its watch event brings us back
+                    return
                 phase = body["status"]["phase"]
             if phase == Phase.PROVISIONING:
                 body = self._await_cluster(body, experiment)
@@ -110,7 +112,7 @@ class Reconciler:
                                 (CLUSTER_READY, False, "WaitingForCluster", message),
                                 (BENCHMARK_COMPLETE, False, "WaitingForCluster", "The race starts once the cluster is ready"))
         try:
-            self.kube.create_elasticsearch(manifests.elasticsearch_manifest(experiment))
+            created = self.kube.create_elasticsearch(manifests.elasticsearch_manifest(experiment))
         except KindNotServed:
             if _waited_for_cluster(body, experiment):
                 return self._finish(body, experiment, False, "EckNotInstalled", ECK_NOT_INSTALLED)
@@ -120,7 +122,7 @@ class Reconciler:
                                 (CLUSTER_READY, False, "EckNotInstalled", ECK_NOT_INSTALLED))
         except Rejected as rejected:
             return self._finish(body, experiment, False, "ClusterRejected", str(rejected))
-        es = self.kube.get_elasticsearch(experiment.namespace, experiment.cluster)
+        es = created or self.kube.get_elasticsearch(experiment.namespace, experiment.cluster)
         if es is not None and not _owned(es, experiment):
             if _left_by_namesake(es, experiment) and not _waited_for_cluster(body, experiment):
                 message = (f"Waiting for Elasticsearch {experiment.cluster}, left by a deleted Experiment of the "
@@ -129,11 +131,13 @@ class Reconciler:
                                     (CLUSTER_READY, False, "PreviousClusterDeleting", message))
             return self._finish(body, experiment, False, "ClusterNameConflict", _conflict("Elasticsearch", es))
         message = f"Creating Elasticsearch cluster {experiment.cluster} ({experiment.spec.elasticsearch.version})"
+        # What the first readiness check will say, said now: one status write fewer per Experiment.
+        waiting = readiness.readiness(es).message if es else message
         self.emit(body, "Normal", "Provisioning", message)
         return self._update(
             body, Phase.PROVISIONING, "Provisioning", message,
             {"startTime": started, "clusterName": experiment.cluster, "raceId": experiment.race_id},
-            (CLUSTER_READY, False, "Provisioning", message),
+            (CLUSTER_READY, False, "Provisioning", waiting),
             (BENCHMARK_COMPLETE, False, "WaitingForCluster", "The race starts once the cluster is ready"),
         )
 
@@ -169,15 +173,16 @@ class Reconciler:
         job = manifests.rally_job_manifest(experiment, manifests.connection(experiment, es),
                                           self.settings.rally_image, self.settings.rally_image_pull_policy,
                                           self.settings.job_deadline_grace_seconds)
-        stale = self.kube.get_job(experiment.namespace, job["metadata"]["name"])
+        try:
+            created = self.kube.create_job(job)
+        except Rejected as rejected:
+            return self._finish(body, experiment, False, "JobRejected", str(rejected))
+        # One of that name exists: ours (made before a crash) or a stranger's.
+        stale = None if created else self.kube.get_job(experiment.namespace, job["metadata"]["name"])
         if stale is not None and not _owned(stale, experiment):
             if _left_by_namesake(stale, experiment) and not _waited_for_cluster(body, experiment):
                 return body  # the garbage collector is removing it; a resync creates ours after
             return self._finish(body, experiment, False, "JobNameConflict", _conflict("Job", stale))
-        try:
-            self.kube.create_job(job)
-        except Rejected as rejected:
-            return self._finish(body, experiment, False, "JobRejected", str(rejected))
         message = f"{verdict.message}; Rally Job {job['metadata']['name']} started"
         self.emit(body, "Normal", "Benchmarking", message)
         fields = {"clusterReadyTime": status.now(), "jobName": job["metadata"]["name"]}
