@@ -14,7 +14,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 source "$here/node/common.sh"
 export KUBECONFIG=${KUBECONFIG:-$NODE_DIR/admin.kubeconfig}
-kubectl() { "$cache/k8s/v1.32.4/bin/kubectl" "$@"; }
 
 image=(--set image.repository=docker.io/local/eck-operator --set image.pullPolicy=Never)
 if [ "${1:-}" = --registry ]; then

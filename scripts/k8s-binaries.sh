@@ -8,8 +8,7 @@
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 
-K8S_VERSION=v1.32.4
-out="$cache/k8s/$K8S_VERSION/bin"
+out=$k8s_bin
 binaries=(kube-apiserver kube-controller-manager kubectl kube-scheduler kubelet kube-proxy)
 
 have_all() {

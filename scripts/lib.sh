@@ -7,6 +7,10 @@ script=${0##*/}
 ECK_VERSION=v3.5.0
 # The dynamic volume provisioner of the offline node (kind ships the same one as its default class).
 LOCAL_PATH_PROVISIONER_VERSION=v0.0.30
+# The Kubernetes release built by k8s-binaries.sh (tests/support/controlplane.py names it too).
+K8S_VERSION=v1.32.4
+k8s_bin="$cache/k8s/$K8S_VERSION/bin"
+kubectl() { "$k8s_bin/kubectl" "$@"; }
 
 # exit_if_cached MESSAGE COMMAND...: when COMMAND succeeds (the cache is warm), print MESSAGE
 # and end the script.

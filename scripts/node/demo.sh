@@ -9,11 +9,11 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo_root=$(cd "$here/../.." && pwd)
+source "$repo_root/scripts/lib.sh"
 source "$here/common.sh"
 python=${1:-$repo_root/.venv/bin/python}
 export KUBECONFIG=$NODE_DIR/admin.kubeconfig
 [ -e "$KUBECONFIG" ] || bash "$here/up.sh" >/dev/null
-kubectl() { "${ESBENCH_CACHE:-$HOME/.cache/esbench}/k8s/v1.32.4/bin/kubectl" "$@"; }
 
 bash "$repo_root/scripts/images/import.sh" "$(bash "$repo_root/scripts/images/esbench.sh")" \
   "$(bash "$repo_root/scripts/images/elasticsearch.sh" 8.7.1)"

@@ -7,9 +7,10 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo_root=$(cd "$here/../.." && pwd)
+source "$repo_root/scripts/lib.sh"
+set +e  # lib.sh's -e: here every step runs, whether or not the one before found anything
 source "$here/common.sh"
 [ "$(id -u)" = 0 ] || die "must run as root"
-K8S_BIN=${ESBENCH_CACHE:-$HOME/.cache/esbench}/k8s/v1.32.4/bin
 
 pid_of() { [ -e "$NODE_DIR/pids" ] && awk -v n="$1" '$1 == n {print $2}' "$NODE_DIR/pids"; }
 stop() {  # stop NAME...: SIGTERM to all at once, then SIGKILL to those still there after 10 s
@@ -52,7 +53,7 @@ done
 # Network: the bridge (its veths went with the namespaces), kube-proxy's rules (its own
 # --cleanup knows them all), then the CNI plugins' CNI-* chains and the rules that jump to them.
 ip link delete "$CNI_BRIDGE" 2>/dev/null
-[ -x "$K8S_BIN/kube-proxy" ] && "$K8S_BIN/kube-proxy" --cleanup >/dev/null 2>&1
+[ -x "$k8s_bin/kube-proxy" ] && "$k8s_bin/kube-proxy" --cleanup >/dev/null 2>&1
 # IPv6 too: the kubelet and kube-proxy make their canary and firewall chains in both families.
 for ipt in iptables ip6tables; do
   command -v "$ipt" >/dev/null || continue

@@ -17,6 +17,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo_root=$(cd "$here/../.." && pwd)
+source "$repo_root/scripts/lib.sh"
 source "$here/common.sh"
 
 [ "$(id -u)" = 0 ] || die "must run as root (containers, iptables, mounts)"
@@ -27,7 +28,7 @@ done
 
 start_time=$(date +%s)
 bash "$here/packages.sh"
-k8s_out=$(bash "$repo_root/scripts/k8s-binaries.sh" | tail -1); K8S_BIN=${k8s_out##*: }
+bash "$repo_root/scripts/k8s-binaries.sh" >/dev/null
 COREDNS=$(bash "$repo_root/scripts/coredns.sh" | tail -1)
 ETCD=$(bash "$repo_root/scripts/etcd.sh" | tail -1)
 PAUSE_ARCHIVE=$(bash "$repo_root/scripts/images/pause.sh")
@@ -92,7 +93,6 @@ EOF
 }
 for identity in admin controller-manager scheduler kube-proxy kubelet; do kubeconfig "$identity"; done
 export KUBECONFIG=$NODE_DIR/admin.kubeconfig
-kubectl() { "$K8S_BIN/kubectl" "$@"; }
 
 # ---- control plane
 launch etcd "$ETCD" --name esbench-node --data-dir "$NODE_DIR/etcd" \
@@ -100,7 +100,7 @@ launch etcd "$ETCD" --name esbench-node --data-dir "$NODE_DIR/etcd" \
   --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
   --initial-cluster esbench-node=http://127.0.0.1:2380 --listen-metrics-urls http://127.0.0.1:2381
 
-launch kube-apiserver "$K8S_BIN/kube-apiserver" \
+launch kube-apiserver "$k8s_bin/kube-apiserver" \
   --etcd-servers=http://127.0.0.1:2379 --bind-address=0.0.0.0 --secure-port=6443 \
   --advertise-address="$node_ip" --allow-privileged=true \
   --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction \
@@ -113,7 +113,7 @@ launch kube-apiserver "$K8S_BIN/kube-apiserver" \
   --service-cluster-ip-range="$SERVICE_CIDR" --profiling=false
 wait_for "kube-apiserver ready" 60 kubectl get --raw /readyz
 
-launch kube-controller-manager "$K8S_BIN/kube-controller-manager" \
+launch kube-controller-manager "$k8s_bin/kube-controller-manager" \
   --kubeconfig="$NODE_DIR/controller-manager.kubeconfig" \
   --authentication-kubeconfig="$NODE_DIR/controller-manager.kubeconfig" \
   --authorization-kubeconfig="$NODE_DIR/controller-manager.kubeconfig" \
@@ -123,7 +123,7 @@ launch kube-controller-manager "$K8S_BIN/kube-controller-manager" \
   --service-cluster-ip-range="$SERVICE_CIDR" --cluster-cidr="$POD_CIDR" --allocate-node-cidrs=false \
   --profiling=false
 
-launch kube-scheduler "$K8S_BIN/kube-scheduler" \
+launch kube-scheduler "$k8s_bin/kube-scheduler" \
   --kubeconfig="$NODE_DIR/scheduler.kubeconfig" \
   --authentication-kubeconfig="$NODE_DIR/scheduler.kubeconfig" \
   --authorization-kubeconfig="$NODE_DIR/scheduler.kubeconfig" \
@@ -198,7 +198,7 @@ evictionHard: {memory.available: "100Mi", nodefs.available: "1%", nodefs.inodesF
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 EOF
-launch kubelet "$K8S_BIN/kubelet" --config="$NODE_DIR/kubelet/config.yaml" \
+launch kubelet "$k8s_bin/kubelet" --config="$NODE_DIR/kubelet/config.yaml" \
   --kubeconfig="$NODE_DIR/kubelet.kubeconfig" --root-dir="$NODE_DIR/kubelet" \
   --hostname-override="$NODE_NAME" --node-ip="$node_ip"
 
@@ -216,7 +216,7 @@ healthzBindAddress: 127.0.0.1:10256
 # Leave the host's conntrack sysctls alone (a shared VM; some are read-only).
 conntrack: {maxPerCore: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
 EOF
-launch kube-proxy "$K8S_BIN/kube-proxy" --config="$NODE_DIR/kube-proxy.yaml"
+launch kube-proxy "$k8s_bin/kube-proxy" --config="$NODE_DIR/kube-proxy.yaml"
 
 # ---- cluster DNS: CoreDNS on the host (port 53 of the node IP), reached by pods through the
 # usual kube-dns Service (10.96.0.10) whose endpoint is that address. It reads the API as
