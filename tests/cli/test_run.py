@@ -8,13 +8,11 @@ integ-test-zip (HTTPS with a generated user, as spec.elasticsearch.tls asks) and
 
 from __future__ import annotations
 
-import http.server
 import json
 import re
 import shutil
 import socket
 import tempfile
-import threading
 from pathlib import Path
 
 import pytest
@@ -24,7 +22,6 @@ from esbench.analysis import compare
 from esbench.api import models, validation
 from esbench.cli import local, localcluster
 from esbench.controller import status
-from esbench.runner.target import Target
 from tests.runner.elasticsearch import LATEST
 
 EXPERIMENT = {
@@ -215,26 +212,3 @@ def test_a_failed_start_is_summed_up_by_the_first_error_elasticsearch_or_the_jvm
             "ERROR: Elasticsearch exited unexpectedly")
     assert local.start_failure(LATEST, jvm).endswith("Error opening log file 'logs/gc.log': Permission denied")
     assert local.start_failure(LATEST, node).endswith("unknown setting [esbench.no.such.setting]")
-
-
-def test_a_node_that_does_not_serve_get_root_is_refused_with_the_reason():
-    """8.19.x integ-test-zips answer `GET /` with 405 (no rest-root module) and Rally cannot
-    race them; local mode says so at once instead of letting the runner wait for the node."""
-
-    class NoRoot(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            self.send_response(405)
-            self.end_headers()
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.HTTPServer(("127.0.0.1", 0), NoRoot)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        target = Target(f"http://127.0.0.1:{server.server_address[1]}")
-        with pytest.raises(local.ClusterNotReady, match="lacks the rest-root module"):
-            local.check_root_endpoint(target, "8.19.7")
-    finally:
-        server.shutdown()

@@ -248,23 +248,6 @@ def _es_home_version(home: Path) -> str | None:
     return match[1] if match else None
 
 
-def check_root_endpoint(target: Target, version: str) -> None:
-    """Rally reads the cluster version from `GET /`; some integ-test-zips (8.19.x) lack the module
-    that serves it (405). Fail now with the reason rather than after the runner's wait."""
-    try:
-        target.get("/", timeout=10)
-    except urllib.error.HTTPError as error:
-        if error.code == 405:
-            raise ClusterNotReady(
-                f"Elasticsearch {version}'s integ-test-zip does not serve `GET /` (HTTP 405: it lacks the rest-root "
-                "module), which Rally needs to read the version. Use a version that serves it (e.g. 8.7.1 or 7.17.29), "
-                "--es-home with a full distribution, or --es-url"
-            ) from error
-        raise ClusterNotReady(f"Elasticsearch {version} answers `GET /` with HTTP {error.code}") from error
-    except (urllib.error.URLError, OSError) as error:
-        raise ClusterNotReady(f"Elasticsearch {version} does not answer `GET /`: {error}") from error
-
-
 def memory_limit(es: models.Elasticsearch) -> int | None:
     """spec.elasticsearch.resources.limits.memory in bytes (a Kubernetes quantity), if set."""
     quantity = ((es.resources.limits or {}) if es.resources else {}).get("memory")
@@ -316,7 +299,6 @@ def _local_cluster(spec: models.ExperimentSpec, options: Options, progress: Prog
             raise ClusterNotReady(start_failure(version, str(error))) from error
         detail(cluster.url)
     try:
-        check_root_endpoint(cluster.client, version)
         yield cluster
     finally:
         with progress.step("Stopping Elasticsearch"):

@@ -2,8 +2,10 @@
 
 The distribution is Maven Central's integ-test-zip: the only Elasticsearch artefact reachable
 from a registry. It is minimal (no painless, ingest processors or analysis-common; see
-docs) and has no bundled JDK, so a JDK 17 on this machine runs it. Elasticsearch refuses to
-run as root, so as root it is started as a system user (created when missing).
+docs) and has no bundled JDK, so a JDK on this machine runs it (17 or newer; 21 or newer for
+9.x); from 8.19 on it also lacks `GET /`, which esbench adds (esbench.cli.rootendpoint).
+Elasticsearch refuses to run as root, so as root it is started as a system user (created when
+missing).
 
 Every instance gets its own directory (unpacked distribution, config, data, logs) so several
 can run side by side and nothing is written into the download cache.
@@ -29,11 +31,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from esbench.cli import rootendpoint
 from esbench.cli.memorycgroup import MemoryCgroup, Unavailable
 from esbench.runner.target import Target
 
 MAVEN_BASE = "https://repo1.maven.org/maven2/org/elasticsearch/distribution/integ-test-zip/elasticsearch"
 SYSTEM_USER = "esbench-es"
+# Versions whose zip Maven Central serves here without its .sha1: the SHA-1 recorded at the first
+# download (2026-11-24), so that a later download is held to the same bytes.
+RECORDED_SHA1 = {"9.2.4": "54ca6e33db3623ecf3bed523f9b5c494993ff692"}
 
 
 def cache_root() -> Path:
@@ -48,8 +54,7 @@ def distribution_zip(version: str, cache: Path | None = None) -> Path:
         return target
     folder.mkdir(parents=True, exist_ok=True)
     url = f"{MAVEN_BASE}/{version}/elasticsearch-{version}.zip"
-    with urllib.request.urlopen(f"{url}.sha1", timeout=60) as response:
-        expected = response.read().decode().split()[0].strip()
+    expected = RECORDED_SHA1.get(version) or _published_sha1(url)
     partial = target.with_suffix(".zip.part")
     digest = hashlib.sha1()
     with urllib.request.urlopen(url, timeout=60) as response, open(partial, "wb") as out:
@@ -63,23 +68,40 @@ def distribution_zip(version: str, cache: Path | None = None) -> Path:
     return target
 
 
-def java_home() -> Path:
-    """ES_JAVA_HOME or JAVA_HOME if set, else the JDK behind `java` on PATH."""
+JVM_DIR = Path("/usr/lib/jvm")  # where Debian's and Adoptium's packages put their JDKs
+
+
+def _published_sha1(url: str) -> str:
+    try:
+        with urllib.request.urlopen(f"{url}.sha1", timeout=60) as response:
+            return response.read().decode().split()[0].strip()
+    except urllib.error.HTTPError as error:
+        if error.code == 404 and urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=60):
+            raise RuntimeError(f"Maven Central serves {url} without its .sha1, so it cannot be verified "
+                               f"(recorded SHA-1s: {', '.join(RECORDED_SHA1)})") from error
+        raise
+
+
+def java_home(version: str) -> Path:
+    """The JDK to run Elasticsearch VERSION with (9.x needs Java 21 or newer, 7.17 and 8.x 17):
+    ES_JAVA_HOME or JAVA_HOME if set, else the JDK behind `java` on PATH if new enough, else the
+    newest one under /usr/lib/jvm."""
+    needed = 21 if int(version.split(".")[0]) >= 9 else 17
     for name in ("ES_JAVA_HOME", "JAVA_HOME"):
         if os.environ.get(name):
-            return Path(os.environ[name])
-    java = shutil.which("java")
-    if not java:
-        raise RuntimeError("no JDK found: install openjdk-17 or set ES_JAVA_HOME")
-    return Path(os.path.realpath(java)).parent.parent
-
-
-def java_env(home: Path) -> dict[str, str]:
-    """ES_JAVA_HOME for a distribution: none when it bundles its JDK and none is forced
-    (the integ-test-zip bundles none)."""
-    if (home / "jdk").is_dir() and not os.environ.get("ES_JAVA_HOME"):
-        return {}
-    return {"ES_JAVA_HOME": str(java_home())}
+            home = Path(os.environ[name])
+            if rootendpoint.java_feature_version(home) < needed:
+                raise RuntimeError(f"Elasticsearch {version} needs Java {needed} or newer; {name}={home} is "
+                                   f"Java {rootendpoint.java_feature_version(home)}")
+            return home
+    on_path = shutil.which("java")
+    installed = sorted((release.parent for release in JVM_DIR.glob("*/release")),
+                       key=rootendpoint.java_feature_version, reverse=True)
+    for home in ([Path(os.path.realpath(on_path)).parent.parent] if on_path else []) + installed:
+        if (home / "release").exists() and rootendpoint.java_feature_version(home) >= needed:
+            return home
+    raise RuntimeError(f"Elasticsearch {version} needs a JDK {needed} or newer: none on PATH or under {JVM_DIR}; "
+                       "set ES_JAVA_HOME")
 
 
 def free_port() -> int:
@@ -209,6 +231,11 @@ def start(
         home = _unpack(distribution_zip(version, cache), base / "dist")
     else:  # a copy: Elasticsearch's launcher runs in its home and writes logs/gc.log there
         home = Path(shutil.copytree(Path(home).resolve(), base / "dist" / Path(home).name, symlinks=True))
+    # A full distribution bundles its JDK; the integ-test-zip does not.
+    jdk = None if (home / "jdk").is_dir() and not os.environ.get("ES_JAVA_HOME") else java_home(version)
+    java_env = {"ES_JAVA_HOME": str(jdk)} if jdk else {}
+    if rootendpoint.lacks_root_endpoint(home):
+        rootendpoint.install(home, jdk or home / "jdk")
     config, data, logs = base / "config", base / "data", base / "logs"
     shutil.copytree(home / "config", config)  # ES writes its keystore into the config folder
     data.mkdir()
@@ -221,7 +248,7 @@ def start(
         # File realm user, written straight into the config the node will read.
         subprocess.run(
             [str(home / "bin" / "elasticsearch-users"), "useradd", username, "-p", password, "-r", "superuser"],
-            env={**os.environ, **java_env(home), "ES_PATH_CONF": str(config)},
+            env={**os.environ, **java_env, "ES_PATH_CONF": str(config)},
             check=True, capture_output=True,
         )
         ca_file = str(config / "certs" / "ca.crt")
@@ -258,7 +285,7 @@ def start(
     settings.update(extra_settings or {})
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        **java_env(home),
+        **java_env,
         "ES_PATH_CONF": str(config),
         "ES_JAVA_OPTS": f"-Xms{heap} -Xmx{heap}",
         "ES_TMPDIR": str(base / "tmp"),

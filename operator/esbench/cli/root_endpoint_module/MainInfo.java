@@ -1,4 +1,4 @@
-package io.esbench.eckshim;
+package io.esbench.rootendpoint;
 
 import java.util.List;
 import java.util.function.Supplier;
@@ -15,16 +15,16 @@ import org.elasticsearch.rest.RestStatus;
 import org.elasticsearch.xcontent.XContentBuilder;
 
 /**
- * `GET /` as the default distribution answers it (the rest-root module, not in the 8.19 minimal
- * distribution): Rally reads the version from it and fails without it; ECK reads the cluster's
- * UUID from it to note that the cluster has formed.
+ * `GET /` as the default distribution answers it (its rest-root module, not in the minimal
+ * distribution from 8.19 on): Rally reads the version from it and fails without it; ECK reads the
+ * cluster's UUID from it to note that the cluster has formed.
  */
 public class MainInfo extends BaseRestHandler {
     private final String nodeName;
     private final String clusterName;
     private final Supplier<String> clusterUuid;
 
-    MainInfo(Settings settings, Supplier<String> clusterUuid) {
+    public MainInfo(Settings settings, Supplier<String> clusterUuid) {
         this.nodeName = Node.NODE_NAME_SETTING.get(settings);
         this.clusterName = ClusterName.CLUSTER_NAME_SETTING.get(settings).value();
         this.clusterUuid = clusterUuid;
@@ -32,7 +32,7 @@ public class MainInfo extends BaseRestHandler {
 
     @Override
     public String getName() {
-        return "esbench_eck_shim_main";
+        return "esbench_root_endpoint";
     }
 
     @Override

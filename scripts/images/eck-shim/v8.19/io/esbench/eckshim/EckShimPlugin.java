@@ -2,13 +2,11 @@ package io.esbench.eckshim;
 
 import java.util.Collection;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Predicate;
 import java.util.function.Supplier;
 
 import org.elasticsearch.cluster.metadata.IndexNameExpressionResolver;
 import org.elasticsearch.cluster.node.DiscoveryNodes;
-import org.elasticsearch.cluster.service.ClusterService;
 import org.elasticsearch.common.io.stream.NamedWriteableRegistry;
 import org.elasticsearch.common.settings.ClusterSettings;
 import org.elasticsearch.common.settings.IndexScopedSettings;
@@ -20,21 +18,13 @@ import org.elasticsearch.plugins.Plugin;
 import org.elasticsearch.rest.RestController;
 import org.elasticsearch.rest.RestHandler;
 
-/** The module's entry point, for the plugin API of 8.19, whose minimal distribution also lacks `GET /`. */
+/** The module's entry point, for the plugin API of 8.19. */
 public class EckShimPlugin extends Plugin implements ActionPlugin {
-    private final AtomicReference<ClusterService> clusterService = new AtomicReference<>();
-
-    @Override
-    public Collection<?> createComponents(PluginServices services) {
-        clusterService.set(services.clusterService());
-        return List.of();
-    }
-
     @Override
     public Collection<RestHandler> getRestHandlers(Settings settings, NamedWriteableRegistry namedWriteableRegistry,
             RestController restController, ClusterSettings clusterSettings, IndexScopedSettings indexScopedSettings,
             SettingsFilter settingsFilter, IndexNameExpressionResolver indexNameExpressionResolver,
             Supplier<DiscoveryNodes> nodesInCluster, Predicate<NodeFeature> clusterSupportsFeature) {
-        return List.of(new NoNodeShutdowns(), new MainInfo(settings, () -> clusterService.get().state().metadata().clusterUUID()));
+        return List.of(new NoNodeShutdowns());
     }
 }
