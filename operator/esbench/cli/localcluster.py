@@ -68,18 +68,20 @@ def distribution_zip(version: str, cache: Path | None = None) -> Path:
     return target
 
 
-JVM_DIR = Path("/usr/lib/jvm")  # where Debian's and Adoptium's packages put their JDKs
-
-
 def _published_sha1(url: str) -> str:
     try:
         with urllib.request.urlopen(f"{url}.sha1", timeout=60) as response:
             return response.read().decode().split()[0].strip()
     except urllib.error.HTTPError as error:
-        if error.code == 404 and urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=60):
-            raise RuntimeError(f"Maven Central serves {url} without its .sha1, so it cannot be verified "
-                               f"(recorded SHA-1s: {', '.join(RECORDED_SHA1)})") from error
-        raise
+        if error.code != 404:
+            raise
+        with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=60):
+            pass  # the zip itself is there (a 404 here is the caller's "no such version")
+        raise RuntimeError(f"Maven Central serves {url} without its .sha1, so it cannot be verified "
+                           f"(recorded SHA-1s: {', '.join(RECORDED_SHA1)})") from error
+
+
+JVM_DIR = Path("/usr/lib/jvm")  # where Debian's and Adoptium's packages put their JDKs
 
 
 def java_home(version: str) -> Path:
