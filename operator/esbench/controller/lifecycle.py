@@ -179,6 +179,8 @@ class Reconciler:
             return self._finish(body, experiment, False, "JobRejected", str(rejected))
         # One of that name exists: ours (made before a crash) or a stranger's.
         stale = None if created else self.kube.get_job(experiment.namespace, job["metadata"]["name"])
+        if not created and stale is None:
+            return body  # gone since it was in the way: the next pass creates ours
         if stale is not None and not _owned(stale, experiment):
             if _left_by_namesake(stale, experiment) and not _waited_for_cluster(body, experiment):
                 return body  # the garbage collector is removing it; a resync creates ours after
