@@ -67,6 +67,7 @@ def test_experiment_runs_to_success_with_rallys_numbers_in_status(
     assert condition(benchmarking, "ClusterReady")["status"] == "True"
     assert benchmarking["status"]["clusterVersion"] == "8.15.3"
     assert benchmarking["status"]["jobName"] == "happy-rally"
+    assert benchmarking["status"]["clusterUID"] == eck.get(namespace, "happy")["metadata"]["uid"]  # what the cleanup deletes
 
     results = summarize(race_json)
     standin_kubelet.finish_job_pod(namespace, "happy-rally", runner_log(

@@ -1,6 +1,8 @@
 """Every API call the operator makes has a timeout, so a hung API server cannot stall it; an Event
-the server refuses does not stop the step that posts it."""
+the server refuses does not stop the step that posts it; facts that change only with an upgrade
+are not read for every race."""
 
+import json
 import socket
 
 import pytest
@@ -50,3 +52,21 @@ def test_an_event_the_server_refuses_is_dropped_so_that_the_step_goes_on(caplog)
                   "metadata": {"name": "e", "namespace": "gone", "uid": "u"}}
     kube.post_event(experiment, "Normal", "ClusterDeleted", "deleted")
     assert "Event ClusterDeleted on gone/e not posted: 403 Forbidden" in caplog.text
+
+
+def test_a_nodes_description_is_read_once_a_minute_not_once_per_race():
+    kube = Kube(BoundedApiClient(client.Configuration()))
+    reads = []
+
+    class Response:
+        def __init__(self, name):
+            self.data = json.dumps({"metadata": {"name": name}}).encode()
+
+    def read_node(name, _preload_content=True):
+        reads.append(name)
+        return Response(name)
+
+    kube.core.read_node = read_node
+    assert kube.get_node("n1") == kube.get_node("n1") == {"metadata": {"name": "n1"}}
+    assert kube.get_node("n2") == {"metadata": {"name": "n2"}}
+    assert reads == ["n1", "n2"]

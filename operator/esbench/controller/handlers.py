@@ -19,7 +19,7 @@ import kubernetes
 from esbench.api import models
 from esbench.controller.config import Settings
 from esbench.controller.kube import ECK_GROUP, ECK_PLURAL, ECK_VERSION, BoundedApiClient, Gone, Kube
-from esbench.controller.lifecycle import Reconciler, RetryLater
+from esbench.controller.lifecycle import Reconciler, RetryLater, race_ended
 from esbench.controller.manifests import EXPERIMENT_LABEL, SWEEP_LABEL
 from esbench.controller.sweeps import SweepReconciler
 
@@ -39,8 +39,9 @@ def _api_client() -> kubernetes.client.ApiClient:
     except kubernetes.config.ConfigException:
         kubernetes.config.load_kube_config()
     configuration = kubernetes.client.Configuration.get_default_copy()
-    # One connection per worker thread, so that concurrent Experiments do not queue.
-    configuration.connection_pool_maxsize = SETTINGS.max_workers
+    # One connection per worker thread and per side reader (Reconciler.side_reads), so that
+    # concurrent Experiments do not queue.
+    configuration.connection_pool_maxsize = 2 * SETTINGS.max_workers
     return BoundedApiClient(configuration)
 
 
@@ -59,10 +60,10 @@ async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     asyncio.get_running_loop().create_task(_resync_forever())
 
 
-def _reconcile(namespace: str, name: str) -> None:
+def _reconcile(namespace: str, name: str, job: dict[str, Any] | None = None) -> None:
     assert _reconciler is not None, "startup handler has not run"
     try:
-        _reconciler.reconcile(namespace, name)
+        _reconciler.reconcile(namespace, name, job)
     except RetryLater as error:  # the resync loop comes back to it
         logger.info("%s/%s: %s", namespace, name, error)
     except Gone:  # deleted meanwhile: its children go with it (owner references)
@@ -106,14 +107,28 @@ def experiment_event(type: str | None, body: kopf.Body, namespace: str, name: st
         _reconcile(namespace, name)
 
 
-@kopf.on.event(ECK_GROUP, ECK_VERSION, ECK_PLURAL, labels={EXPERIMENT_LABEL: kopf.PRESENT})
+def _may_need_its_experiment(type: str | None, namespace: str, labels: dict[str, str], **_: Any) -> bool:
+    """Every event of a cluster may, but its deletion only while the Experiment is unfinished (or
+    has a TTL to keep): a finished one has nothing left to release."""
+    return type != "DELETED" or (namespace, labels[EXPERIMENT_LABEL]) in _tracked
+
+
+@kopf.on.event(ECK_GROUP, ECK_VERSION, ECK_PLURAL, labels={EXPERIMENT_LABEL: kopf.PRESENT},
+               when=_may_need_its_experiment)
 def cluster_changed(namespace: str, labels: dict[str, str], **_: Any) -> None:
     _reconcile(namespace, labels[EXPERIMENT_LABEL])
 
 
-@kopf.on.event("batch", "v1", "jobs", labels={EXPERIMENT_LABEL: kopf.PRESENT})
-def job_changed(namespace: str, labels: dict[str, str], **_: Any) -> None:
-    _reconcile(namespace, labels[EXPERIMENT_LABEL])
+def _race_ended_or_gone(type: str | None, body: kopf.Body, namespace: str, labels: dict[str, str], **_: Any) -> bool:
+    """Only a Job's end or deletion moves its Experiment on, and only while that is unfinished: its
+    other changes (created, pod started, the Job controller's later bookkeeping) would cost two
+    reads each for nothing. The resync still checks every running race."""
+    return (namespace, labels[EXPERIMENT_LABEL]) in _tracked and (type == "DELETED" or race_ended(body))
+
+
+@kopf.on.event("batch", "v1", "jobs", labels={EXPERIMENT_LABEL: kopf.PRESENT}, when=_race_ended_or_gone)
+def job_changed(type: str | None, event: kopf.RawEvent, namespace: str, labels: dict[str, str], **_: Any) -> None:
+    _reconcile(namespace, labels[EXPERIMENT_LABEL], None if type == "DELETED" else event["object"])
 
 
 @kopf.on.event(models.GROUP, models.VERSION, models.SWEEP_PLURAL)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from datetime import UTC, datetime
 from typing import Any
 
+from cachetools import TTLCache, cachedmethod
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
@@ -18,6 +20,9 @@ logger = logging.getLogger(__name__)
 ECK_GROUP, ECK_VERSION = ECK_API_VERSION.split("/")
 ECK_PLURAL = "elasticsearches"
 ECK_CLUSTER_LABEL = "elasticsearch.k8s.elastic.co/cluster-name"  # on every pod of an ECK cluster
+# How long the server's version and a node's description are taken as read: they change with an
+# upgrade, not between two races, and reading them for every race costs two calls of about ten.
+PLATFORM_FACTS_TTL_SECONDS = 60
 
 
 class KindNotServed(Exception):
@@ -58,6 +63,8 @@ class Kube:
         self.custom = client.CustomObjectsApi(api_client)
         self.core = client.CoreV1Api(api_client)
         self.batch = client.BatchV1Api(api_client)
+        self._platform_facts: TTLCache = TTLCache(maxsize=1024, ttl=PLATFORM_FACTS_TTL_SECONDS)
+        self._platform_facts_lock = threading.Lock()
 
     # --- Experiments ---
 
@@ -148,13 +155,17 @@ class Kube:
             lambda: self.custom.get_namespaced_custom_object(ECK_GROUP, ECK_VERSION, namespace, ECK_PLURAL, name)
         )
 
-    def delete_elasticsearch(self, namespace: str, name: str, uid: str) -> None:
-        """Delete exactly that object: the UID precondition spares a same-named successor."""
-        _absent_as_none(
-            lambda: self.custom.delete_namespaced_custom_object(
-                ECK_GROUP, ECK_VERSION, namespace, ECK_PLURAL, name, body={"preconditions": {"uid": uid}}
-            )
-        )
+    def delete_elasticsearch(self, namespace: str, name: str, uid: str) -> bool:
+        """Delete exactly that object: the UID precondition spares a same-named successor. Whether
+        it was there to delete (False: gone already, or the name is another object's now)."""
+        try:
+            self.custom.delete_namespaced_custom_object(
+                ECK_GROUP, ECK_VERSION, namespace, ECK_PLURAL, name, body={"preconditions": {"uid": uid}})
+        except ApiException as error:
+            if error.status in (404, 409):  # 409: the precondition failed
+                return False
+            raise
+        return True
 
     # --- the Rally Job and its results ---
 
@@ -164,42 +175,52 @@ class Kube:
             manifest["metadata"]["namespace"], manifest)) is not None
 
     def get_job(self, namespace: str, name: str) -> dict[str, Any] | None:
-        job = _absent_as_none(lambda: self.batch.read_namespaced_job(name, namespace))
-        return None if job is None else self.batch.api_client.sanitize_for_serialization(job)
+        return _absent_as_none(lambda: _json(self.batch.read_namespaced_job(name, namespace, _preload_content=False)))
 
     def job_pod(self, namespace: str, job_name: str) -> dict[str, Any] | None:
-        pods = self.core.list_namespaced_pod(namespace, label_selector=f"batch.kubernetes.io/job-name={job_name}")
-        if not pods.items:
-            return None
-        newest = max(pods.items, key=lambda pod: pod.metadata.creation_timestamp)
-        return self.core.api_client.sanitize_for_serialization(newest)
+        pods = self._pods(namespace, f"batch.kubernetes.io/job-name={job_name}")
+        # RFC 3339 timestamps in UTC, all of one form: their order as text is their order in time.
+        return max(pods, key=lambda pod: pod["metadata"]["creationTimestamp"], default=None)
 
     def pod_log(self, namespace: str, pod_name: str) -> str:
         return self.core.read_namespaced_pod_log(pod_name, namespace, container=RALLY_CONTAINER)
 
     # --- what the race ran on (the reproducibility record) ---
 
+    @cachedmethod(lambda self: self._platform_facts, key=lambda self: "version",
+                  lock=lambda self: self._platform_facts_lock)
     def server_version(self) -> str | None:
         return client.VersionApi(self.core.api_client).get_code().git_version
 
     def cluster_pods(self, namespace: str, cluster: str) -> list[dict[str, Any]]:
-        pods = self.core.list_namespaced_pod(namespace, label_selector=f"{ECK_CLUSTER_LABEL}={cluster}")
-        return [self.core.api_client.sanitize_for_serialization(pod) for pod in pods.items]
+        return self._pods(namespace, f"{ECK_CLUSTER_LABEL}={cluster}")
 
+    def _pods(self, namespace: str, label_selector: str) -> list[dict[str, Any]]:
+        return _json(self.core.list_namespaced_pod(namespace, label_selector=label_selector,
+                                                   _preload_content=False))["items"]
+
+    @cachedmethod(lambda self: self._platform_facts, key=lambda self, name: ("node", name),
+                  lock=lambda self: self._platform_facts_lock)
     def get_node(self, name: str) -> dict[str, Any] | None:
         """None when gone, or when this operator may not read nodes (a chart's RBAC can leave it out)."""
         try:
-            node = self.core.read_node(name)
+            return _json(self.core.read_node(name, _preload_content=False))
         except ApiException as error:
             if error.status in (403, 404):
                 return None
             raise
-        return self.core.api_client.sanitize_for_serialization(node)
 
     def create_configmap(self, manifest: dict[str, Any]) -> bool:
         """Whether it was created now (False: one of that name existed already)."""
         return _create("ConfigMap", manifest, lambda: self.core.create_namespaced_config_map(
             manifest["metadata"]["namespace"], manifest)) is not None
+
+
+def _json(response) -> Any:
+    """The body of a call made with _preload_content=False: the server's JSON as dicts. Pods and
+    Jobs are read this way because the client's model classes cost far more CPU to build (and
+    to turn back into dicts) than the call itself."""
+    return json.loads(response.data)
 
 
 def _absent_as_none(call):

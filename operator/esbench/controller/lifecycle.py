@@ -1,8 +1,8 @@
 """The Experiment's lifecycle: Pending -> Provisioning -> Benchmarking -> Succeeded | Failed.
 
-`reconcile` is level-triggered: it reads the Experiment and its children afresh and takes
-the next step, so it is safe to call for any event, on a timer, and after an operator
-restart. Children are created get-or-create by deterministic name, and results are written
+`reconcile` is level-triggered: it reads the Experiment and its children afresh (a Job's own
+watch event hands in the Job as just seen) and takes the next step, so it is safe to call for
+any event, on a timer, and after an operator restart. Children are created get-or-create by deterministic name, and results are written
 to the status in the same patch that ends the Experiment, so a retried or repeated call never
 makes a second cluster, a second Job or a second copy of the results.
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from pydantic import ValidationError
@@ -61,8 +62,11 @@ class Reconciler:
         self.settings = settings
         self.emit = emit
         self.locks = KeyedLocks()
+        # Reads that a step needs but need not wait for one by one (the environment of a race).
+        self.side_reads = ThreadPoolExecutor(settings.max_workers, thread_name_prefix="side-read")
 
-    def reconcile(self, namespace: str, name: str) -> None:
+    def reconcile(self, namespace: str, name: str, job: dict[str, Any] | None = None) -> None:
+        """JOB: the Experiment's Rally Job as a watch event just showed it (saves reading it again)."""
         with self.locks((namespace, name)):
             body = self.kube.get_experiment(namespace, name)
             if body is None or body["metadata"].get("deletionTimestamp"):
@@ -94,7 +98,7 @@ class Reconciler:
                 body = self._await_cluster(body, experiment)
                 phase = body["status"]["phase"]
             if phase == Phase.BENCHMARKING:
-                self._await_race(body, experiment)
+                self._await_race(body, experiment, job)
 
     # --- steps ---
 
@@ -190,6 +194,8 @@ class Reconciler:
         fields = {"clusterReadyTime": status.now(), "jobName": job["metadata"]["name"]}
         if verdict.version:
             fields["clusterVersion"] = verdict.version
+        if es is not None and experiment.owns_cluster:  # what the cleanup deletes, without reading it again
+            fields["clusterUID"] = es["metadata"]["uid"]
         return self._update(
             body, Phase.BENCHMARKING, "Benchmarking", message, fields,
             (CLUSTER_READY, True, "ClusterReady", verdict.message),
@@ -212,19 +218,18 @@ class Reconciler:
                          f"in namespace {experiment.namespace}")
         return None
 
-    def _await_race(self, body: dict[str, Any], experiment: manifests.Experiment) -> None:
+    def _await_race(self, body: dict[str, Any], experiment: manifests.Experiment, job: dict[str, Any] | None) -> None:
         job_name = names.job_name(experiment.name)
-        job = self.kube.get_job(experiment.namespace, job_name)
+        job = job or self.kube.get_job(experiment.namespace, job_name)
         if job is None:
             self._finish(body, experiment, False, "JobDeleted", f"Rally Job {job_name} was deleted before it finished")
             return
         if not _owned(job, experiment):
             self._finish(body, experiment, False, "JobNameConflict", _conflict("Job", job))
             return
-        finished = {c["type"]: c for c in (job.get("status") or {}).get("conditions") or [] if c["status"] == "True"}
-        if not {"Complete", "Failed", "FailureTarget"} & finished.keys():
+        if not race_ended(job):
             return
-        # FailureTarget is the Job controller's decision to fail; Failed follows once the pod is gone.
+        finished = _true_conditions(job)
         failed = finished.get("Failed") or finished.get("FailureTarget")
         if failed and failed.get("reason") == "DeadlineExceeded":
             timeout = experiment.spec.rally.race_timeout_seconds
@@ -234,6 +239,8 @@ class Reconciler:
         if pod is None:
             self._finish(body, experiment, False, "ResultsUnavailable", f"The pod of Job {job_name} is gone")
             return
+        # Read while the log is: the results wait for both, not for one after the other.
+        environment = self.side_reads.submit(self._kubernetes_environment, body, experiment, pod)
         try:
             log = self.kube.pod_log(experiment.namespace, pod["metadata"]["name"])
         except Exception as error:  # the kubelet may be briefly unreachable: try again on resync
@@ -248,10 +255,10 @@ class Reconciler:
             message = f"Rally Job {job_name} ended (exit code {exit_code}) without a report. Log tail:\n"
             self._finish(body, experiment, False, "JobFailed", message + status.log_excerpt(log))
             return
-        self._collect(body, experiment, report, pod)
+        self._collect(body, experiment, report, environment)
 
     def _collect(self, body: dict[str, Any], experiment: manifests.Experiment, report: RaceReport,
-                 rally_pod: dict[str, Any]) -> None:
+                 kubernetes: Future[KubernetesEnvironment]) -> None:
         extra: dict[str, Any] = {}
         if report.race_json is not None:
             configmap = manifests.race_json_configmap(experiment, report.race_json)
@@ -268,7 +275,7 @@ class Reconciler:
                 self.emit(body, "Warning", "RaceJsonNotStored", str(rejected))
         if report.results is not None:
             environment = report.results.environment or Environment()
-            environment.kubernetes = self._kubernetes_environment(body, experiment, rally_pod)
+            environment.kubernetes = kubernetes.result()
             report.results.environment = environment
             extra["results"] = report.results.to_wire()
             extra["headline"] = status.headline(report.results)
@@ -286,13 +293,10 @@ class Reconciler:
         """The Kubernetes half of the reproducibility record: server version, image digests, nodes
         and the resources the pods got. Worth having, never worth failing the results for."""
         record = KubernetesEnvironment()
-        nodes: dict[str, dict[str, Any] | None] = {}
 
         def node(pod: dict[str, Any]) -> dict[str, Any] | None:
             name = (pod.get("spec") or {}).get("nodeName")
-            if name and name not in nodes:
-                nodes[name] = self.kube.get_node(name)
-            return nodes.get(name) if name else None
+            return self.kube.get_node(name) if name else None
 
         try:
             record.server_version = self.kube.server_version()
@@ -315,20 +319,28 @@ class Reconciler:
         updated = self._update(
             body, phase, reason, message, {"completionTime": status.now(), **(extra or {})}, *conditions
         )
-        self._release_cluster(body, experiment, succeeded)
+        self._release_cluster(body, experiment, succeeded, just_finished=True)
         # Last: an Event that cannot be posted must not skip the cleanup, and whoever sees it
         # knows the cleanup has been decided.
         self.emit(body, "Normal" if succeeded else "Warning", reason, message)
         return updated
 
-    def _release_cluster(self, body: dict[str, Any], experiment: manifests.Experiment, succeeded: bool) -> None:
+    def _release_cluster(self, body: dict[str, Any], experiment: manifests.Experiment, succeeded: bool,
+                         just_finished: bool = False) -> None:
         policy = experiment.spec.rally.cleanup
         delete = policy == CleanupPolicy.DELETE or (policy == CleanupPolicy.KEEP_ON_FAILURE and succeeded)
         if not (delete and experiment.owns_cluster):  # a cluster it only uses is never deleted
             return
-        es = self.kube.get_elasticsearch(experiment.namespace, experiment.cluster)
-        if es is not None and _owned(es, experiment) and not es["metadata"].get("deletionTimestamp"):
-            self.kube.delete_elasticsearch(experiment.namespace, experiment.cluster, es["metadata"]["uid"])
+        # Just finished: the cluster the race ran on (recorded when it was ready) is deleted by its
+        # UID. Any other time (a restart, the cluster's own events), it may be gone or going already:
+        # read it first, so that a cleanup done before is neither done nor announced again.
+        uid = (body.get("status") or {}).get("clusterUID") if just_finished else None
+        if uid is None:
+            es = self.kube.get_elasticsearch(experiment.namespace, experiment.cluster)
+            if es is None or not _owned(es, experiment) or es["metadata"].get("deletionTimestamp"):
+                return
+            uid = es["metadata"]["uid"]
+        if self.kube.delete_elasticsearch(experiment.namespace, experiment.cluster, uid):
             self.emit(body, "Normal", "ClusterDeleted", f"Deleted Elasticsearch cluster {experiment.cluster}")
 
     def _expire(self, body: dict[str, Any]) -> None:
@@ -364,6 +376,16 @@ class Reconciler:
         self.kube.patch_experiment_status(body["metadata"]["namespace"], body["metadata"]["name"], patch)
         return {**body, "status": {**current, **patch}}
 
+
+
+def race_ended(job: dict[str, Any]) -> bool:
+    """Whether the Rally Job has ended, well or not. FailureTarget is the Job controller's decision
+    to fail: Failed follows only once the pod is gone."""
+    return bool({"Complete", "Failed", "FailureTarget"} & _true_conditions(job).keys())
+
+
+def _true_conditions(job: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["type"]: c for c in (job.get("status") or {}).get("conditions") or [] if c["status"] == "True"}
 
 
 def _waited_for_cluster(body: dict[str, Any], experiment: manifests.Experiment) -> bool:
