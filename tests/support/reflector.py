@@ -33,11 +33,14 @@ def reflect(list_call: Callable[..., Any], *args: Any, on_event: Handler, stoppi
                 on_event("ADDED", item)
             version = listed["metadata"]["resourceVersion"]
             while not stopping.is_set():
-                for event in watch.Watch().stream(list_call, *args, resource_version=version,
-                                                  allow_watch_bookmarks=True, timeout_seconds=timeout_seconds,
-                                                  **kwargs):
-                    # raw_object, not deserialize=False: the client's own ERROR-event path
-                    # (which raises ApiException for 410/504) reads raw_object.
+                # return_type "object": the JSON as dicts, without building the client's model
+                # classes for every Pod or Job first (most of a busy watch's CPU otherwise). Not
+                # deserialize=False: the client's own ERROR-event path (which raises ApiException
+                # for 410/504) reads raw_object, which only the unmarshalling path adds.
+                events = watch.Watch(return_type="object").stream(
+                    list_call, *args, resource_version=version, allow_watch_bookmarks=True,
+                    timeout_seconds=timeout_seconds, **kwargs)
+                for event in events:
                     item = event["raw_object"]
                     version = item["metadata"]["resourceVersion"]
                     if event["type"] != "BOOKMARK":
