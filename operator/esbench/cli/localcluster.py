@@ -92,15 +92,18 @@ def java_home(version: str) -> Path:
     for name in ("ES_JAVA_HOME", "JAVA_HOME"):
         if os.environ.get(name):
             home = Path(os.environ[name])
-            if rootendpoint.java_feature_version(home) < needed:
-                raise RuntimeError(f"Elasticsearch {version} needs Java {needed} or newer; {name}={home} is "
-                                   f"Java {rootendpoint.java_feature_version(home)}")
+            if (found := rootendpoint.java_feature_version(home)) < needed:
+                raise RuntimeError(f"Elasticsearch {version} needs Java {needed} or newer; {name}={home} is Java {found}")
             return home
     on_path = shutil.which("java")
-    installed = sorted((release.parent for release in JVM_DIR.glob("*/release")),
-                       key=rootendpoint.java_feature_version, reverse=True)
-    for home in ([Path(os.path.realpath(on_path)).parent.parent] if on_path else []) + installed:
-        if (home / "release").exists() and rootendpoint.java_feature_version(home) >= needed:
+    preferred = Path(os.path.realpath(on_path)).parent.parent if on_path else None
+    homes = {release.parent for release in JVM_DIR.glob("*/release")}
+    if preferred and (preferred / "release").exists():
+        homes.add(preferred)
+    versions = {home: rootendpoint.java_feature_version(home) for home in homes}
+    # The one on PATH first, then the newest.
+    for home in sorted(versions, key=lambda home: (home != preferred, -versions[home])):
+        if versions[home] >= needed:
             return home
     raise RuntimeError(f"Elasticsearch {version} needs a JDK {needed} or newer: none on PATH or under {JVM_DIR}; "
                        "set ES_JAVA_HOME")
