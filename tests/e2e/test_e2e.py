@@ -261,13 +261,15 @@ def test_operator_pod_killed_mid_race_experiment_still_finishes_once_and_deletin
     finished = [e for e in experiments.events() if e.involved_object.kind == "Experiment" and e.reason == "RaceSucceeded"]
     assert sum(e.count or 1 for e in finished) == 1, [e.message for e in finished]
     # Results are written once, never again: make the operator reconcile the finished Experiment
-    # (a change to its Job) and, once kopf has logged that handler's end, find the Experiment unchanged.
-    handled = f"[{experiments.namespace}/quickstart-rally] Handler 'job_changed' succeeded."
+    # (a change to its cluster, which Keep left up: a change to its Job no longer reaches a finished
+    # one) and, once kopf has logged that handler's end, find the Experiment unchanged.
+    cluster = experiments.elasticsearches()[0]["metadata"]["name"]
+    handled = f"[{experiments.namespace}/{cluster}] Handler 'cluster_changed' succeeded."
     before = experiments.operator_log().count(handled)
-    experiments.batch.patch_namespaced_job("quickstart-rally", experiments.namespace,
-                                           {"metadata": {"annotations": {"esbench.test/poke": "1"}}})
-    wait_for(lambda: experiments.operator_log().count(handled) > before, 60, what="the operator to handle the Job's change",
-             interval=POLL_SECONDS, diagnose=experiments.diagnose)
+    experiments.custom.patch_namespaced_custom_object(*ECK[:2], experiments.namespace, ECK[2], cluster,
+                                                      {"metadata": {"annotations": {"esbench.test/poke": "1"}}})
+    wait_for(lambda: experiments.operator_log().count(handled) > before, 60,
+             what="the operator to handle the cluster's change", interval=POLL_SECONDS, diagnose=experiments.diagnose)
     assert experiments.get("quickstart")["metadata"]["resourceVersion"] == experiment["metadata"]["resourceVersion"]
     experiments.assert_no_pod_was_refused()
 
