@@ -107,10 +107,15 @@ def experiment_event(type: str | None, body: kopf.Body, namespace: str, name: st
         _reconcile(namespace, name)
 
 
+def _its_experiment_is_tracked(namespace: str, labels: dict[str, str]) -> bool:
+    """Whether the child's Experiment still needs attention (unfinished, or a TTL to keep)."""
+    return (namespace, labels[EXPERIMENT_LABEL]) in _tracked
+
+
 def _may_need_its_experiment(type: str | None, namespace: str, labels: dict[str, str], **_: Any) -> bool:
     """Every event of a cluster may, but its deletion only while the Experiment is unfinished (or
     has a TTL to keep): a finished one has nothing left to release."""
-    return type != "DELETED" or (namespace, labels[EXPERIMENT_LABEL]) in _tracked
+    return type != "DELETED" or _its_experiment_is_tracked(namespace, labels)
 
 
 @kopf.on.event(ECK_GROUP, ECK_VERSION, ECK_PLURAL, labels={EXPERIMENT_LABEL: kopf.PRESENT},
@@ -123,7 +128,7 @@ def _race_ended_or_gone(type: str | None, body: kopf.Body, namespace: str, label
     """Only a Job's end or deletion moves its Experiment on, and only while that is unfinished: its
     other changes (created, pod started, the Job controller's later bookkeeping) would cost two
     reads each for nothing. The resync still checks every running race."""
-    return (namespace, labels[EXPERIMENT_LABEL]) in _tracked and (type == "DELETED" or race_ended(body))
+    return _its_experiment_is_tracked(namespace, labels) and (type == "DELETED" or race_ended(body))
 
 
 @kopf.on.event("batch", "v1", "jobs", labels={EXPERIMENT_LABEL: kopf.PRESENT}, when=_race_ended_or_gone)

@@ -2,9 +2,10 @@
 
 `reconcile` is level-triggered: it reads the Experiment and its children afresh (a Job's own
 watch event hands in the Job as just seen) and takes the next step, so it is safe to call for
-any event, on a timer, and after an operator restart. Children are created get-or-create by deterministic name, and results are written
-to the status in the same patch that ends the Experiment, so a retried or repeated call never
-makes a second cluster, a second Job or a second copy of the results.
+any event, on a timer, and after an operator restart. Children are created get-or-create by
+deterministic name, and results are written to the status in the same patch that ends the
+Experiment, so a retried or repeated call never makes a second cluster, a second Job or a
+second copy of the results.
 """
 
 from __future__ import annotations
@@ -239,8 +240,9 @@ class Reconciler:
         if pod is None:
             self._finish(body, experiment, False, "ResultsUnavailable", f"The pod of Job {job_name} is gone")
             return
-        # Read while the log is: the results wait for both, not for one after the other.
-        environment = self.side_reads.submit(self._kubernetes_environment, body, experiment, pod)
+        # Read while the log is: the results wait for both, not for one after the other. (Wasted on
+        # a race that ends without results, which is rare.)
+        environment = self.side_reads.submit(self._kubernetes_environment, experiment, pod)
         try:
             log = self.kube.pod_log(experiment.namespace, pod["metadata"]["name"])
         except Exception as error:  # the kubelet may be briefly unreachable: try again on resync
@@ -258,7 +260,7 @@ class Reconciler:
         self._collect(body, experiment, report, environment)
 
     def _collect(self, body: dict[str, Any], experiment: manifests.Experiment, report: RaceReport,
-                 kubernetes: Future[KubernetesEnvironment]) -> None:
+                 kubernetes: Future[tuple[KubernetesEnvironment, Exception | None]]) -> None:
         extra: dict[str, Any] = {}
         if report.race_json is not None:
             configmap = manifests.race_json_configmap(experiment, report.race_json)
@@ -275,7 +277,10 @@ class Reconciler:
                 self.emit(body, "Warning", "RaceJsonNotStored", str(rejected))
         if report.results is not None:
             environment = report.results.environment or Environment()
-            environment.kubernetes = kubernetes.result()
+            environment.kubernetes, error = kubernetes.result()
+            if error is not None:
+                self.emit(body, "Warning", "EnvironmentIncomplete",
+                          f"Part of the Kubernetes environment is not recorded: {error}")
             report.results.environment = environment
             extra["results"] = report.results.to_wire()
             extra["headline"] = status.headline(report.results)
@@ -288,10 +293,11 @@ class Reconciler:
             reason, message = (failure.kind.value, failure.message) if failure else ("RaceFailed", "Race failed")
             self._finish(body, experiment, False, reason, status.redact(message), extra)
 
-    def _kubernetes_environment(self, body: dict[str, Any], experiment: manifests.Experiment,
-                                rally_pod: dict[str, Any]) -> KubernetesEnvironment:
+    def _kubernetes_environment(self, experiment: manifests.Experiment,
+                                rally_pod: dict[str, Any]) -> tuple[KubernetesEnvironment, Exception | None]:
         """The Kubernetes half of the reproducibility record: server version, image digests, nodes
-        and the resources the pods got. Worth having, never worth failing the results for."""
+        and the resources the pods got, and why part of it is missing, if it is. Worth having,
+        never worth failing the results for: said by whoever records it."""
         record = KubernetesEnvironment()
 
         def node(pod: dict[str, Any]) -> dict[str, Any] | None:
@@ -307,8 +313,8 @@ class Reconciler:
                 record.elasticsearch = [platform.pod_environment(pod, manifests.ES_CONTAINER, node(pod))
                                         for pod in pods] or None
         except Exception as error:
-            self.emit(body, "Warning", "EnvironmentIncomplete", f"Part of the Kubernetes environment is not recorded: {error}")
-        return record
+            return record, error
+        return record, None
 
     def _finish(self, body, experiment, succeeded: bool, reason: str, message: str,
                 extra: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -1,0 +1,84 @@
+"""The Kubernetes environment the operator adds to a race's results: a part it cannot read is said
+once, in a Warning on an Experiment that has results, and never costs the results.
+
+The API server is stood in for by `ApiServer`, which answers the few calls of the results step
+from memory; the same step runs on the real API server in the integration suite
+(test_experiment_runs_to_success_with_rallys_numbers_in_status), where every read succeeds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from kubernetes.client.exceptions import ApiException
+
+from esbench.api.race_report import RaceReport
+from esbench.controller.config import Settings
+from esbench.controller.lifecycle import Reconciler
+from esbench.runner.results import summarize
+from tests.support.experiments import runner_log, successful_race_json
+
+NAMESPACE, NAME, UID = "perf", "env", "0b8f3c1e-uid"
+
+
+class ApiServer:
+    """The calls of the results step; nodes may not be read (a 403, as without the RBAC for it)."""
+
+    def __init__(self, log: str):
+        self.log = log
+        self.status: dict[str, Any] = {"phase": "Benchmarking", "clusterVersion": "8.15.3", "clusterUID": "es-uid",
+                                       "jobName": f"{NAME}-rally", "startTime": "2026-11-24T08:00:00Z"}
+
+    def get_experiment(self, namespace, name):
+        return {"metadata": {"name": NAME, "namespace": NAMESPACE, "uid": UID, "generation": 1},
+                "spec": {"elasticsearch": {"version": "8.15.3"}, "workload": {"track": "smoke"},
+                         "rally": {"cleanup": "Keep"}},
+                "status": dict(self.status)}
+
+    def job_pod(self, namespace, job_name):
+        return {"metadata": {"name": f"{job_name}-x7k2p"}, "spec": {"nodeName": "node-1"},
+                "status": {"containerStatuses": [{"state": {"terminated": {"exitCode": 0}}}]}}
+
+    def pod_log(self, namespace, pod_name):
+        return self.log
+
+    def server_version(self):
+        return "v1.32.4"
+
+    def get_node(self, name):
+        raise ApiException(status=403, reason="Forbidden")
+
+    def cluster_pods(self, namespace, cluster):
+        return []
+
+    def create_configmap(self, manifest):
+        return True
+
+    def patch_experiment_status(self, namespace, name, status):
+        self.status.update(status)
+
+
+def finish_race(log: str) -> tuple[ApiServer, list[tuple[str, str]]]:
+    api = ApiServer(log)
+    events: list[tuple[str, str]] = []
+    reconciler = Reconciler(api, Settings.from_env({}), lambda body, type_, reason, message: events.append((type_, reason)))
+    ended = {"metadata": {"ownerReferences": [{"uid": UID}]}, "status": {"conditions": [{"type": "Complete", "status": "True"}]}}
+    reconciler.reconcile(NAMESPACE, NAME, ended)
+    reconciler.side_reads.shutdown(wait=True)  # a detached read would speak after the step ended
+    return api, events
+
+
+def test_an_unreadable_node_is_said_once_and_the_rest_is_recorded():
+    race_json = successful_race_json()
+    api, events = finish_race(runner_log(RaceReport(succeeded=True, results=summarize(race_json), race_json=race_json)))
+    assert api.status["phase"] == "Succeeded"
+    assert api.status["results"]["environment"]["kubernetes"] == {"serverVersion": "v1.32.4"}
+    assert events.count(("Warning", "EnvironmentIncomplete")) == 1
+
+
+@pytest.mark.parametrize("log", ["[ERROR] Cannot race. Traceback ...\n", ""])
+def test_a_race_without_results_says_nothing_of_an_environment_it_does_not_record(log):
+    api, events = finish_race(log)
+    assert api.status["phase"] == "Failed" and api.status["reason"] == "JobFailed"
+    assert ("Warning", "EnvironmentIncomplete") not in events
