@@ -30,6 +30,10 @@ _sweep_reconciler: SweepReconciler | None = None
 # unfinished sweeps.
 _tracked: set[tuple[str, str]] = set()
 _tracked_sweeps: set[tuple[str, str]] = set()
+# Experiments whose last reconcile failed: the resync tries them again even when nothing else
+# would (a finished one whose cluster could not be deleted, say, would wait for the cluster's next
+# change or an operator restart, and a Delete policy would leave a whole cluster running).
+_failed: set[tuple[str, str]] = set()
 logger = logging.getLogger(__name__)
 
 
@@ -68,6 +72,10 @@ def _reconcile(namespace: str, name: str, job: dict[str, Any] | None = None) -> 
         logger.info("%s/%s: %s", namespace, name, error)
     except Gone:  # deleted meanwhile: its children go with it (owner references)
         logger.info("%s/%s was deleted while it was reconciled", namespace, name)
+    except Exception:
+        _failed.add((namespace, name))
+        raise
+    _failed.discard((namespace, name))
 
 
 def _reconcile_sweep(namespace: str, name: str) -> None:
@@ -81,7 +89,8 @@ def _reconcile_sweep(namespace: str, name: str) -> None:
 async def _resync_forever() -> None:
     while True:
         await asyncio.sleep(SETTINGS.resync_seconds)
-        work = [(_reconcile, key) for key in sorted(_tracked)] + [(_reconcile_sweep, key) for key in sorted(_tracked_sweeps)]
+        work = ([(_reconcile, key) for key in sorted(_tracked | _failed)]
+                + [(_reconcile_sweep, key) for key in sorted(_tracked_sweeps)])
         for reconcile, (namespace, name) in work:
             try:
                 await asyncio.to_thread(reconcile, namespace, name)
@@ -97,6 +106,8 @@ def _needs_resync(body: kopf.Body) -> bool:
 @kopf.on.event(models.GROUP, models.VERSION, models.PLURAL)
 def experiment_event(type: str | None, body: kopf.Body, namespace: str, name: str, **_: Any) -> None:
     key = (namespace, name)
+    if type == "DELETED":
+        _failed.discard(key)
     if type == "DELETED" or not _needs_resync(body):
         _tracked.discard(key)
         return

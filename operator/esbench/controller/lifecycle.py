@@ -325,10 +325,12 @@ class Reconciler:
         updated = self._update(
             body, phase, reason, message, {"completionTime": status.now(), **(extra or {})}, *conditions
         )
-        self._release_cluster(body, experiment, succeeded, just_finished=True)
-        # Last: an Event that cannot be posted must not skip the cleanup, and whoever sees it
-        # knows the cleanup has been decided.
-        self.emit(body, "Normal" if succeeded else "Warning", reason, message)
+        try:
+            self._release_cluster(body, experiment, succeeded, just_finished=True)
+        finally:
+            # Last: an Event that cannot be posted must not skip the cleanup, and whoever sees it
+            # knows the cleanup has been decided (one that failed now is tried again by the resync).
+            self.emit(body, "Normal" if succeeded else "Warning", reason, message)
         return updated
 
     def _release_cluster(self, body: dict[str, Any], experiment: manifests.Experiment, succeeded: bool,
