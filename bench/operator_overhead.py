@@ -4,15 +4,23 @@ Measures, from watch events observed by this process:
   created -> ES resource created      (Experiment create call returned -> ES ADDED seen)
   ES ready -> Job created             (stand-in ECK's Ready status written -> Job ADDED seen)
   Job finished -> results in status   (Job Complete seen -> Experiment Succeeded or Failed seen)
-over LATENCY_EXPERIMENTS Experiments; then the same steps with CONCURRENT_EXPERIMENTS in flight,
-each step driven at a fixed rate of ARRIVAL_RATE per second (open loop: the driver does not wait
-for the operator) and held to TARGET_CONCURRENT_P95_SECONDS; then CONCURRENT_EXPERIMENTS created
-at once, reported as a throughput (a burst of N creates could only meet a per-Experiment latency
-target if the operator drained N per target interval), with the operator's peak RSS (VmHWM);
-then one ExperimentSweep of SWEEP_CELLS cells x
-SWEEP_REPETITIONS runs on one shared cluster: the hand-off from one run's end to the next
-run's Job (the sweep's own overhead per run), and the size of the sweep's status. ECK's controller and the kubelet are stood in for as in
-the integration tests; the API server, controller-manager and operator process are real.
+over LATENCY_EXPERIMENTS Experiments, in batches; then four loads:
+- CONCURRENT_EXPERIMENTS in flight, one step at a time for all of them at ARRIVAL_RATE per second
+  (open loop: the driver does not wait for the operator). A stress, reported without a target:
+  by Little's law, N in flight at a step rate R means Experiments that live about N / R, and at
+  20/s with 1,000 in flight that is 50 s, shorter than any real one.
+- CONCURRENT_EXPERIMENTS created at once, reported as a throughput (a burst of N creates could
+  only meet a per-Experiment latency target if the operator drained N per target interval), with
+  the operator's peak RSS (VmHWM).
+- The steady state the target is about: CONCURRENT_EXPERIMENTS in flight, each living
+  LIFETIME_SECONDS, so that creates, readies and finishes all arrive at once, each at
+  CONCURRENT_EXPERIMENTS / LIFETIME_SECONDS per second; each step's p95 is held to
+  TARGET_CONCURRENT_P95_SECONDS.
+- One ExperimentSweep of SWEEP_CELLS cells x SWEEP_REPETITIONS runs on one shared cluster: the
+  hand-off from one run's end to the next run's Job (the sweep's own overhead per run), and the
+  size of the sweep's status.
+ECK's controller and the kubelet are stood in for as in the integration tests; the API server,
+controller-manager and operator process are real, and all of them share this machine's cores.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from itertools import pairwise
 from pathlib import Path
 
@@ -49,10 +58,13 @@ BATCH = 10
 CONCURRENT_EXPERIMENTS = int(os.environ.get("BENCH_CONCURRENT_EXPERIMENTS", "1000"))
 PROBE_EXPERIMENTS = int(os.environ.get("BENCH_PROBE_EXPERIMENTS", "100"))  # created while the rest are in flight
 ARRIVAL_RATE = float(os.environ.get("BENCH_ARRIVAL_RATE", "20"))  # per second, for each step
+# Shorter than any real Experiment: the e2e smoke race, cluster start included, takes 2-3 minutes here.
+LIFETIME_SECONDS = float(os.environ.get("BENCH_LIFETIME_SECONDS", "120"))
+STEADY_MEASURED = int(os.environ.get("BENCH_STEADY_MEASURED", "500"))  # of each step, in the steady state
 SWEEP_CELLS = int(os.environ.get("BENCH_SWEEP_CELLS", "20"))
 SWEEP_REPETITIONS = int(os.environ.get("BENCH_SWEEP_REPETITIONS", "5"))
 TARGET_P95_SECONDS = 1.0
-TARGET_CONCURRENT_P95_SECONDS = 0.25  # each step at ARRIVAL_RATE, with CONCURRENT_EXPERIMENTS in flight
+TARGET_CONCURRENT_P95_SECONDS = 0.25  # each step in the steady state of CONCURRENT_EXPERIMENTS in flight
 TARGET_STATUS_BYTES = 512 * 1024  # etcd takes 1.5 MiB per object; leave room
 TARGET_RSS_MIB = 300
 
@@ -137,9 +149,10 @@ def finish_every_job(kubelet: StandinKubelet, batch: client.BatchV1Api, namespac
         time.sleep(0.05)
 
 
-def at_fixed_rate(pool: ThreadPoolExecutor, names: list[str], rate: float, action) -> None:
-    """Start ACTION for each name at RATE per second, whether or not the earlier ones are done."""
-    start = time.monotonic()
+def at_fixed_rate(pool: ThreadPoolExecutor, names: list[str], rate: float, action, start: float | None = None) -> None:
+    """Start ACTION for each name at RATE per second from START (now if None), whether or not the
+    earlier ones are done."""
+    start = time.monotonic() if start is None else start
     futures = []
     for i, name in enumerate(names):
         time.sleep(max(0.0, start + i / rate - time.monotonic()))  # pacing, not waiting for a condition
@@ -148,18 +161,17 @@ def at_fixed_rate(pool: ThreadPoolExecutor, names: list[str], rate: float, actio
         future.result()
 
 
-def print_steps(observer: Observer, names: list[str], created: dict[str, float], ready: dict[str, float],
-                created_names: list[str] | None = None) -> tuple[float, float]:
-    """Each step's latency over these Experiments (the first over CREATED_NAMES if given); returns
-    the worst p95 (seconds) and the lowest rate at which a step began (per second)."""
-    created_names = created_names or names
+def print_steps(observer: Observer, created: dict[str, float], ready: dict[str, float], created_names: list[str],
+                ready_names: list[str], finished_names: list[str]) -> tuple[float, float]:
+    """Each step's latency over the Experiments named for it; returns the worst p95 (seconds) and
+    the lowest rate at which a step began (per second)."""
     # Each step: when it began for each Experiment, and when the operator had taken it.
     steps = {
         "created -> ES resource created": ([created[n] for n in created_names],
                                            [observer.seen[("es", n)] for n in created_names]),
-        "ES ready -> Job created": ([ready[n] for n in names], [observer.seen[("job", n)] for n in names]),
-        "Job finished -> results in status": ([observer.seen[("complete", n)] for n in names],
-                                              [observer.seen[("terminal", n)] for n in names]),
+        "ES ready -> Job created": ([ready[n] for n in ready_names], [observer.seen[("job", n)] for n in ready_names]),
+        "Job finished -> results in status": ([observer.seen[("complete", n)] for n in finished_names],
+                                              [observer.seen[("terminal", n)] for n in finished_names]),
     }
     print(f"{'step':<36} {'n':>5} {'began/s':>8} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
     worst, lowest_rate = 0.0, float("inf")
@@ -202,16 +214,16 @@ def main() -> int:
             created, ready = {}, {}
             failed = 0  # of all the Experiments, whose Jobs all succeed
 
-            def create(name: str) -> None:
+            def create(name: str, namespace: str = namespace) -> None:
                 created[name] = time.monotonic()
                 custom.create_namespaced_custom_object(models.GROUP, models.VERSION, namespace, models.PLURAL,
                                                        experiment(name))
 
-            def make_ready(name: str) -> None:
+            def make_ready(name: str, namespace: str = namespace) -> None:
                 eck.make_ready(namespace, name)
                 ready[name] = time.monotonic()
 
-            def finish(name: str) -> None:
+            def finish(name: str, namespace: str = namespace) -> None:
                 kubelet.finish_job_pod(namespace, f"{name}-rally", log, 0)
 
             names = [f"lat-{i:03d}" for i in range(LATENCY_EXPERIMENTS)]
@@ -227,7 +239,7 @@ def main() -> int:
                 failed += observer.failed(batch)
             print(f"Operator overhead over {len(names)} Experiments in batches of {BATCH} "
                   f"(real kube-apiserver {control_plane.server}):")
-            worst_p95, _ = print_steps(observer, names, created, ready)
+            worst_p95, _ = print_steps(observer, created, ready, names, names, names)
 
             # CONCURRENT_EXPERIMENTS brought in at the fixed rate, then the probes created among them
             # (their step is "created -> ES" with all the others in flight), then every step of all.
@@ -243,10 +255,11 @@ def main() -> int:
             observer.wait("job", in_flight, timeout=900)
             at_fixed_rate(pool, in_flight, ARRIVAL_RATE, finish)
             failed += observer.failed(in_flight, timeout=900)
-            print(f"{CONCURRENT_EXPERIMENTS} Experiments in flight, every step at {ARRIVAL_RATE:g}/s ({len(probes)} "
-                  f"more created among them, then all {len(in_flight)} made ready, then their Jobs finished): "
+            print(f"{CONCURRENT_EXPERIMENTS} Experiments in flight, one step at a time at {ARRIVAL_RATE:g}/s (a stress "
+                  f"beyond the steady state below, without a target; {len(probes)} more created among them, then all "
+                  f"{len(in_flight)} made ready, then their Jobs finished): "
                   f"all terminal in {time.monotonic() - started:.1f}s, {failed} Failed so far")
-            concurrent_p95, held_rate = print_steps(observer, in_flight, created, ready, created_names=probes)
+            print_steps(observer, created, ready, probes, in_flight, in_flight)
 
             # The same number at once: how fast the operator drains a burst (a throughput, not a latency).
             burst = [f"burst-{i:04d}" for i in range(CONCURRENT_EXPERIMENTS)]
@@ -263,6 +276,31 @@ def main() -> int:
                   f"{drained:.1f}s ({CONCURRENT_EXPERIMENTS / drained:.0f}/s), all terminal "
                   f"{time.monotonic() - started:.1f}s after the first create, {failed} Failed so far; "
                   f"operator peak RSS {rss:.0f} MiB")
+
+            # Steady state, in a namespace of its own: arrivals at CONCURRENT_EXPERIMENTS /
+            # LIFETIME_SECONDS, each Experiment made ready half its lifetime after its create and
+            # finished at the end of it, so that all three steps run at once, at that rate, with
+            # CONCURRENT_EXPERIMENTS in flight. Only the steps that began while that held count.
+            live_namespace = control_plane.create_namespace("bench-live-")
+            live_observer = Observer(api_client, live_namespace)
+            rate = CONCURRENT_EXPERIMENTS / LIFETIME_SECONDS
+            live = [f"live-{i:04d}" for i in range(CONCURRENT_EXPERIMENTS + STEADY_MEASURED)]
+            started = time.monotonic() + 1
+            with ThreadPoolExecutor(max_workers=3) as streams:
+                for stream in [streams.submit(at_fixed_rate, pool, live, rate, partial(action, namespace=live_namespace),
+                                              started + offset)
+                               for action, offset in ((create, 0), (make_ready, LIFETIME_SECONDS / 2),
+                                                      (finish, LIFETIME_SECONDS))]:
+                    stream.result()
+            failed += live_observer.failed(live, timeout=900)
+            live_observer.stop.set()
+            half = CONCURRENT_EXPERIMENTS // 2
+            print(f"Steady state: {CONCURRENT_EXPERIMENTS} Experiments in flight, each living {LIFETIME_SECONDS:g}s "
+                  f"(arrivals, readies and finishes each at {rate:.1f}/s at once), {STEADY_MEASURED} of each step "
+                  f"measured; {failed} Failed so far")
+            concurrent_p95, held_rate = print_steps(
+                live_observer, created, ready, live[CONCURRENT_EXPERIMENTS:], live[half:half + STEADY_MEASURED],
+                live[:STEADY_MEASURED])
 
             sweep_namespace = control_plane.create_namespace("bench-sweep-")
             sweep_observer = Observer(api_client, sweep_namespace)
@@ -299,11 +337,11 @@ def main() -> int:
             pool.shutdown(wait=False, cancel_futures=True)
     worst_p95 = max(worst_p95, percentile(handoffs, 0.95))
     ok = (worst_p95 < TARGET_P95_SECONDS and concurrent_p95 < TARGET_CONCURRENT_P95_SECONDS
-          and held_rate >= 0.9 * ARRIVAL_RATE and failed == 0 and rss < TARGET_RSS_MIB
+          and held_rate >= 0.9 * CONCURRENT_EXPERIMENTS / LIFETIME_SECONDS and failed == 0 and rss < TARGET_RSS_MIB
           and clusters == 1 and status_bytes < TARGET_STATUS_BYTES)
     print(f"targets (each step and hand-off p95 < {TARGET_P95_SECONDS:.0f} s in batches and < "
-          f"{TARGET_CONCURRENT_P95_SECONDS * 1000:.0f} ms at {ARRIVAL_RATE:g}/s (each step's rate held within 10 %) "
-          f"with {CONCURRENT_EXPERIMENTS} in flight, none Failed, "
+          f"{TARGET_CONCURRENT_P95_SECONDS * 1000:.0f} ms in the steady state of {CONCURRENT_EXPERIMENTS} in flight "
+          f"living {LIFETIME_SECONDS:g}s (each step's rate held within 10 %), none Failed, "
           f"RSS < {TARGET_RSS_MIB} MiB, one shared cluster, sweep status < {TARGET_STATUS_BYTES // 1024} KiB): "
           f"{'met' if ok else 'NOT met'}")
     return 0 if ok else 1

@@ -374,10 +374,14 @@ def test_a_cleanup_the_api_server_refuses_is_tried_again_until_it_succeeds(
             standin_kubelet.finish_job_pod(namespace, "held-rally", runner_log(
                 RaceReport(succeeded=True, results=summarize(race_json), race_json=race_json)), exit_code=0)
             wait_phase(apis, namespace, "held", "Succeeded")
-            # Posted although the cleanup failed; then the resync (each 1 s here) tries again.
+            # Posted although the cleanup failed, with the refusal said; then the resync (each 1 s
+            # here) tries again, backing off: 1 s, then 2 s.
             wait_for(lambda: ("Normal", "RaceSucceeded") in events(apis, namespace, "held"),
                      what="the RaceSucceeded Event")
-            wait_for(lambda: f"resync of {namespace}/held failed" in operator.log_tail(10_000),
+            assert ("Warning", "CleanupFailed") in events(apis, namespace, "held")
+            refusal = event_messages(apis, namespace, "held")
+            assert "The API server refused to delete Elasticsearch held" in refusal and "held by the test" in refusal
+            wait_for(lambda: f"{namespace}/held failed again (2 in a row; next try in 2s)" in operator.log_tail(10_000),
                      what="the resync to try the cleanup again")
             assert es_exists(eck, namespace, "held")
             release()

@@ -20,8 +20,8 @@ class Settings:
         return cls(
             rally_image=env.get("ESBENCH_RALLY_IMAGE", "esbench/esbench:0.1.0"),
             rally_image_pull_policy=env.get("ESBENCH_RALLY_IMAGE_PULL_POLICY", "IfNotPresent"),
-            # How often each unfinished Experiment is re-checked even without events
-            # (timeouts, TTLs, and anything an outage made the operator miss).
+            # How often an unfinished Experiment is re-checked even without events (timeouts,
+            # TTLs, retries, what the operator does not watch); lifecycle.unattended_seconds.
             resync_seconds=float(env.get("ESBENCH_RESYNC_SECONDS", "10")),
             max_workers=int(env.get("ESBENCH_MAX_WORKERS", "16")),
             # The Rally Job's deadline is raceTimeoutSeconds plus this: time to be scheduled and

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from dataclasses import dataclass
 from typing import Any
 
 import kopf
@@ -19,21 +21,33 @@ import kubernetes
 from esbench.api import models
 from esbench.controller.config import Settings
 from esbench.controller.kube import ECK_GROUP, ECK_PLURAL, ECK_VERSION, BoundedApiClient, Gone, Kube
-from esbench.controller.lifecycle import Reconciler, RetryLater, race_ended
+from esbench.controller.lifecycle import Reconciler, RetryLater, race_ended, unattended_seconds
 from esbench.controller.manifests import EXPERIMENT_LABEL, SWEEP_LABEL
 from esbench.controller.sweeps import SweepReconciler
 
 SETTINGS = Settings.from_env()
+
+
+@dataclass(frozen=True)
+class Failures:
+    in_a_row: int
+    retry_at: float  # time.monotonic()
+
+
 _reconciler: Reconciler | None = None
 _sweep_reconciler: SweepReconciler | None = None
-# Experiments that still need periodic attention (unfinished, or waiting for their TTL), and
-# unfinished sweeps.
-_tracked: set[tuple[str, str]] = set()
+# Experiments that still need periodic attention (unfinished, or waiting for their TTL), each with
+# how long it can go without a look that no watch event would bring, and when the resync looks at
+# it next; and unfinished sweeps.
+_tracked: dict[tuple[str, str], float] = {}
+_next_look: dict[tuple[str, str], float] = {}
 _tracked_sweeps: set[tuple[str, str]] = set()
 # Experiments whose last reconcile failed: the resync tries them again even when nothing else
 # would (a finished one whose cluster could not be deleted, say, would wait for the cluster's next
-# change or an operator restart, and a Delete policy would leave a whole cluster running).
-_failed: set[tuple[str, str]] = set()
+# change or an operator restart, and a Delete policy would leave a whole cluster running). It backs
+# off, so that a refusal that lasts costs the API server and the log little.
+_failed: dict[tuple[str, str], Failures] = {}
+MAX_BACKOFF_DOUBLINGS = 5  # 10 s resync: tried again after 10, 20, 40, 80, 160, then every 320 s
 logger = logging.getLogger(__name__)
 
 
@@ -66,16 +80,25 @@ async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
 
 def _reconcile(namespace: str, name: str, job: dict[str, Any] | None = None) -> None:
     assert _reconciler is not None, "startup handler has not run"
+    key = (namespace, name)
     try:
         _reconciler.reconcile(namespace, name, job)
-    except RetryLater as error:  # the resync loop comes back to it
+    except RetryLater as error:  # the resync loop comes back to it, at its next pass
         logger.info("%s/%s: %s", namespace, name, error)
+        if key in _tracked:
+            _next_look[key] = time.monotonic()
     except Gone:  # deleted meanwhile: its children go with it (owner references)
         logger.info("%s/%s was deleted while it was reconciled", namespace, name)
-    except Exception:
-        _failed.add((namespace, name))
-        raise
-    _failed.discard((namespace, name))
+    except Exception as error:
+        in_a_row = (previous.in_a_row if (previous := _failed.get(key)) else 0) + 1
+        delay = SETTINGS.resync_seconds * 2 ** min(in_a_row - 1, MAX_BACKOFF_DOUBLINGS)
+        _failed[key] = Failures(in_a_row, time.monotonic() + delay)
+        if in_a_row == 1:
+            raise  # logged with its traceback by kopf or by the resync loop
+        logger.warning("%s/%s failed again (%d in a row; next try in %.0fs): %s", namespace, name, in_a_row, delay,
+                       error)
+        return
+    _failed.pop(key, None)
 
 
 def _reconcile_sweep(namespace: str, name: str) -> None:
@@ -89,7 +112,12 @@ def _reconcile_sweep(namespace: str, name: str) -> None:
 async def _resync_forever() -> None:
     while True:
         await asyncio.sleep(SETTINGS.resync_seconds)
-        work = ([(_reconcile, key) for key in sorted(_tracked | _failed)]
+        now = time.monotonic()
+        looks = {key for key in list(_tracked) if _next_look.get(key, now) <= now}
+        for key in looks:  # before the reconcile: what it does (a RetryLater, a status patch) says better
+            _next_look[key] = now + _tracked.get(key, SETTINGS.resync_seconds)
+        retries = {key for key, failures in list(_failed.items()) if failures.retry_at <= now}
+        work = ([(_reconcile, key) for key in sorted(looks | retries)]
                 + [(_reconcile_sweep, key) for key in sorted(_tracked_sweeps)])
         for reconcile, (namespace, name) in work:
             try:
@@ -107,11 +135,13 @@ def _needs_resync(body: kopf.Body) -> bool:
 def experiment_event(type: str | None, body: kopf.Body, namespace: str, name: str, **_: Any) -> None:
     key = (namespace, name)
     if type == "DELETED":
-        _failed.discard(key)
+        _failed.pop(key, None)
     if type == "DELETED" or not _needs_resync(body):
-        _tracked.discard(key)
+        _tracked.pop(key, None)
+        _next_look.pop(key, None)
         return
-    _tracked.add(key)
+    _tracked[key] = unattended_seconds(body, SETTINGS.resync_seconds)
+    _next_look[key] = time.monotonic() + _tracked[key]
     # None: listed at operator start (resume); ADDED: created. MODIFIED events are mostly our
     # own status patches: the resync loop and the children's events cover the rest.
     if type in (None, "ADDED"):

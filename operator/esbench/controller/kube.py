@@ -30,15 +30,16 @@ class KindNotServed(Exception):
 
 
 class Rejected(Exception):
-    """The API server or an admission webhook refused to create an object (invalid, forbidden,
-    over a quota): asking again would get the same answer. The message is the server's."""
+    """The API server, an admission webhook or policy refused a request (invalid, forbidden, over
+    a quota): asking again at once would get the same answer. The message is the server's.
+    DOING: what was refused, e.g. "rejected Job x"."""
 
-    def __init__(self, kind: str, name: str, error: ApiException):
+    def __init__(self, doing: str, error: ApiException):
         try:
             reason = json.loads(error.body or "{}").get("message") or error.reason
         except ValueError:
             reason = error.body or error.reason
-        super().__init__(f"The API server rejected {kind} {name} ({error.status}): {reason}")
+        super().__init__(f"The API server {doing} ({error.status}): {reason}")
 
 
 class Gone(Exception):
@@ -164,6 +165,8 @@ class Kube:
         except ApiException as error:
             if error.status in (404, 409):  # 409: the precondition failed
                 return False
+            if _refused(error):
+                raise Rejected(f"refused to delete Elasticsearch {name}", error) from error
             raise
         return True
 
@@ -250,6 +253,11 @@ def _create(kind: str, manifest: dict[str, Any], call) -> Any:
     except ApiException as error:
         if error.status == 409:
             return None
-        if error.status is not None and 400 <= error.status < 500 and error.status != 429:
-            raise Rejected(kind, manifest["metadata"]["name"], error) from error
+        if _refused(error):
+            raise Rejected(f"rejected {kind} {manifest['metadata']['name']}", error) from error
         raise
+
+
+def _refused(error: ApiException) -> bool:
+    """A client error other than throttling: the server's answer, not a passing trouble."""
+    return error.status is not None and 400 <= error.status < 500 and error.status != 429

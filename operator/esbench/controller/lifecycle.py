@@ -30,6 +30,11 @@ from esbench.controller.status import BENCHMARK_COMPLETE, CLUSTER_READY
 EventSink = Callable[[dict[str, Any], str, str, str], None]
 
 
+# An Experiment that waits for its own cluster or for its Job is brought back by their watch
+# events; the resync still looks at it every this many resync intervals (5 min by default), in case
+# one was missed. A last resort: kopf lists every object again whenever a watch breaks.
+WATCHED_WAIT_RESYNCS = 30
+
 ECK_NOT_INSTALLED = (
     "The Elasticsearch kind (elasticsearch.k8s.elastic.co/v1) is not served by this API server: "
     "install ECK (its CRDs and operator) first"
@@ -157,10 +162,14 @@ class Reconciler:
                 return body
             if experiment.owns_cluster and not _owned(es, experiment):
                 return self._finish(body, experiment, False, "ClusterNameConflict", _conflict("Elasticsearch", es))
-            # ECK says why only in an Event: until it is there, the cluster is just not ready.
-            if readiness.invalid(es) and (reasons := self.kube.warning_messages(es, "Validation")):
-                return self._finish(body, experiment, False, "ClusterInvalid",
-                                    f"ECK refuses Elasticsearch {experiment.cluster}: {reasons[-1]}")
+            # ECK says why only in an Event, which no watch of ours brings: until it is there, look
+            # again at each resync, and the cluster is just not ready.
+            if readiness.invalid(es):
+                if reasons := self.kube.warning_messages(es, "Validation"):
+                    return self._finish(body, experiment, False, "ClusterInvalid",
+                                        f"ECK refuses Elasticsearch {experiment.cluster}: {reasons[-1]}")
+                if not _waited_for_cluster(body, experiment):
+                    raise RetryLater(f"ECK marked Elasticsearch {experiment.cluster} Invalid; its reason is to come")
             # A cluster used before (e.g. by the previous run of a sweep) may hold an index with
             # replicas it cannot assign: yellow. The race's own health check decides for its index.
             verdict = readiness.readiness(es, accept_yellow=not experiment.owns_cluster)
@@ -348,7 +357,12 @@ class Reconciler:
             if es is None or not _owned(es, experiment) or es["metadata"].get("deletionTimestamp"):
                 return
             uid = es["metadata"]["uid"]
-        if self.kube.delete_elasticsearch(experiment.namespace, experiment.cluster, uid):
+        try:
+            deleted = self.kube.delete_elasticsearch(experiment.namespace, experiment.cluster, uid)
+        except Rejected as rejected:  # said each time, and tried again (handlers back off)
+            self.emit(body, "Warning", "CleanupFailed", f"{rejected}; tried again later")
+            raise
+        if deleted:
             self.emit(body, "Normal", "ClusterDeleted", f"Deleted Elasticsearch cluster {experiment.cluster}")
 
     def _expire(self, body: dict[str, Any]) -> None:
@@ -384,6 +398,30 @@ class Reconciler:
         self.kube.patch_experiment_status(body["metadata"]["namespace"], body["metadata"]["name"], patch)
         return {**body, "status": {**current, **patch}}
 
+
+
+def unattended_seconds(body: dict[str, Any], resync_seconds: float) -> float:
+    """How long the Experiment can go without a look that no watch event would bring.
+
+    Waiting for its own cluster or for its Job, their watch events bring the operator back: it
+    needs a look at its deadline (clusterReadyTimeoutSeconds from its creation; a race's deadline
+    is the Job's own) and, in case an event was missed, every WATCHED_WAIT_RESYNCS resyncs. Any
+    other wait (ECK not installed, a namesake's cluster going, a cluster it does not own, a TTL)
+    has no event to wait for: every resync. (Read at every resync, 1,000 running Experiments
+    would be 2,000 reads per resync, nearly all of them for nothing.)"""
+    phase = (body.get("status") or {}).get("phase")
+    try:
+        experiment = manifests.Experiment.from_body(body)
+    except ValidationError:  # its next reconcile fails it
+        return resync_seconds
+    watched = WATCHED_WAIT_RESYNCS * resync_seconds
+    if phase == Phase.BENCHMARKING:
+        return watched
+    if phase == Phase.PROVISIONING and experiment.owns_cluster:
+        deadline = status.seconds_left(body["metadata"]["creationTimestamp"],
+                                       experiment.spec.rally.cluster_ready_timeout_seconds)
+        return max(0.0, min(watched, deadline))
+    return resync_seconds
 
 
 def race_ended(job: dict[str, Any]) -> bool:

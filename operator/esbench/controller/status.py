@@ -27,8 +27,13 @@ def now() -> str:
 
 def past(since: str, seconds: float) -> bool:
     """Whether `seconds` have gone by since the timestamp `since`."""
+    return seconds_left(since, seconds) <= 0
+
+
+def seconds_left(since: str, seconds: float) -> float:
+    """How long until `seconds` have gone by since the timestamp `since` (negative once they have)."""
     started = datetime.strptime(since, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-    return datetime.now(UTC) >= started + timedelta(seconds=seconds)
+    return (started + timedelta(seconds=seconds) - datetime.now(UTC)).total_seconds()
 
 
 def waited(resource: dict[str, Any], seconds: float) -> bool:
