@@ -28,19 +28,20 @@ def referencing(phase: str) -> dict:
     return body
 
 
+# Built when the test runs: the creation timestamp is now then, not at collection.
 @pytest.mark.parametrize("body, seconds", [
-    (experiment("Provisioning"), WATCHED),  # its cluster's events bring it back
-    (experiment("Benchmarking"), WATCHED),  # its Job's events do; the race's deadline is the Job's
-    (referencing("Benchmarking"), WATCHED),
-    (referencing("Provisioning"), RESYNC),  # a cluster it does not own: not watched
-    (experiment(None), RESYNC),  # just created, or its reconcile is still to come
-    (experiment("Pending"), RESYNC),  # ECK not installed, or a namesake's cluster still going
-    (experiment("Succeeded", rally={"ttlSecondsAfterFinished": 60}), RESYNC),
-    (experiment("Provisioning", index={"shards": 2}, workload={"track": "smoke", "trackParams": {"number_of_shards": 3}}),
+    (lambda: experiment("Provisioning"), WATCHED),  # its cluster's events bring it back
+    (lambda: experiment("Benchmarking"), WATCHED),  # its Job's events do; the race's deadline is the Job's
+    (lambda: referencing("Benchmarking"), WATCHED),
+    (lambda: referencing("Provisioning"), RESYNC),  # a cluster it does not own: not watched
+    (lambda: experiment(None), RESYNC),  # just created, or its reconcile is still to come
+    (lambda: experiment("Pending"), RESYNC),  # ECK not installed, or a namesake's cluster still going
+    (lambda: experiment("Succeeded", rally={"ttlSecondsAfterFinished": 60}), RESYNC),
+    (lambda: experiment("Provisioning", index={"shards": 2}, workload={"track": "smoke", "trackParams": {"number_of_shards": 3}}),
      RESYNC),  # fails as InvalidSpec at its next reconcile
 ])
 def test_an_experiment_is_looked_at_rarely_only_while_its_own_childrens_events_will_bring_it_back(body, seconds):
-    assert unattended_seconds(body, RESYNC) == seconds
+    assert unattended_seconds(body(), RESYNC) == seconds
 
 
 def test_a_cluster_that_is_not_ready_is_looked_at_again_at_its_deadline():
