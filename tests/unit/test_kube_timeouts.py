@@ -1,6 +1,6 @@
 """Every API call the operator makes has a timeout, so a hung API server cannot stall it; an Event
 the server refuses does not stop the step that posts it; facts that change only with an upgrade
-are not read for every race."""
+are not read for every race; pods are read from the watch cache, but never called gone from it."""
 
 import json
 import socket
@@ -70,3 +70,29 @@ def test_a_nodes_description_is_read_once_a_minute_not_once_per_race():
     assert kube.get_node("n1") == kube.get_node("n1") == {"metadata": {"name": "n1"}}
     assert kube.get_node("n2") == {"metadata": {"name": "n2"}}
     assert reads == ["n1", "n2"]
+
+
+@pytest.mark.parametrize(("cached", "consistent", "found", "reads"), [
+    (["r-rally-x"], [], "r-rally-x", ["0"]),  # in the cache: no consistent read
+    ([], ["r-rally-x"], "r-rally-x", ["0", None]),  # a cache that lags: asked again, consistently
+    ([], [], None, ["0", None]),  # gone: said by a consistent read only
+])
+def test_a_race_pod_missing_from_the_watch_cache_is_looked_for_again_with_a_consistent_read(
+        cached, consistent, found, reads):
+    kube = Kube(BoundedApiClient(client.Configuration()))
+    asked = []
+
+    class Response:
+        def __init__(self, items):
+            self.data = json.dumps({"items": [{"metadata": {"name": name, "creationTimestamp": "2026-11-24T00:00:00Z"}}
+                                              for name in items]}).encode()
+
+    def list_namespaced_pod(namespace, label_selector, _preload_content=True, resource_version=None):
+        asked.append(resource_version)
+        assert label_selector == "batch.kubernetes.io/job-name=r-rally"
+        return Response(cached if resource_version == "0" else consistent)
+
+    kube.core.list_namespaced_pod = list_namespaced_pod
+    pod = kube.job_pod("ns", "r-rally")
+    assert (pod["metadata"]["name"] if pod else None) == found
+    assert asked == reads

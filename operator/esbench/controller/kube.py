@@ -181,7 +181,9 @@ class Kube:
         return _absent_as_none(lambda: _json(self.batch.read_namespaced_job(name, namespace, _preload_content=False)))
 
     def job_pod(self, namespace: str, job_name: str) -> dict[str, Any] | None:
-        pods = self._pods(namespace, f"batch.kubernetes.io/job-name={job_name}")
+        selector = f"batch.kubernetes.io/job-name={job_name}"
+        # Only a consistent read may say that the pod is gone (its results would be).
+        pods = self._pods(namespace, selector, cached=True) or self._pods(namespace, selector)
         # RFC 3339 timestamps in UTC, all of one form: their order as text is their order in time.
         return max(pods, key=lambda pod: pod["metadata"]["creationTimestamp"], default=None)
 
@@ -196,11 +198,18 @@ class Kube:
         return client.VersionApi(self.core.api_client).get_code().git_version
 
     def cluster_pods(self, namespace: str, cluster: str) -> list[dict[str, Any]]:
-        return self._pods(namespace, f"{ECK_CLUSTER_LABEL}={cluster}")
+        return self._pods(namespace, f"{ECK_CLUSTER_LABEL}={cluster}", cached=True)
 
-    def _pods(self, namespace: str, label_selector: str) -> list[dict[str, Any]]:
+    def _pods(self, namespace: str, label_selector: str, cached: bool = False) -> list[dict[str, Any]]:
+        """CACHED: as the API server's watch cache has them now (resourceVersion 0), a few
+        milliseconds old at most on a healthy server. A consistent list (the default) is served from
+        that cache too, but first waits until etcd confirms the cache is current: on kube-apiserver
+        1.32, with other objects being written, 2.5 ms at p50 but 100 ms at p95. The pods read here started long before, and
+        what is read from them (name, node, images, resources) was set when they did; only a just
+        ended pod's exit code (said in a message) may be missing on a server whose cache lags."""
+        extra = {"resource_version": "0"} if cached else {}
         return _json(self.core.list_namespaced_pod(namespace, label_selector=label_selector,
-                                                   _preload_content=False))["items"]
+                                                   _preload_content=False, **extra))["items"]
 
     @cachedmethod(lambda self: self._platform_facts, key=lambda self, name: ("node", name),
                   lock=lambda self: self._platform_facts_lock)

@@ -418,8 +418,7 @@ def unattended_seconds(body: dict[str, Any], resync_seconds: float) -> float:
     if phase == Phase.BENCHMARKING:
         return watched
     if phase == Phase.PROVISIONING and experiment.owns_cluster:
-        deadline = status.seconds_left(body["metadata"]["creationTimestamp"],
-                                       experiment.spec.rally.cluster_ready_timeout_seconds)
+        deadline = status.time_left(body, experiment.spec.rally.cluster_ready_timeout_seconds)
         return max(0.0, min(watched, deadline))
     return resync_seconds
 

@@ -37,9 +37,14 @@ def seconds_left(since: str, seconds: float) -> float:
 
 
 def waited(resource: dict[str, Any], seconds: float) -> bool:
-    """Whether `seconds` have gone by since the resource was created: waits count from there, so
-    that time the operator was down (or busy elsewhere) counts too."""
-    return past(resource["metadata"]["creationTimestamp"], seconds)
+    """Whether `seconds` have gone by since the resource was created."""
+    return time_left(resource, seconds) <= 0
+
+
+def time_left(resource: dict[str, Any], seconds: float) -> float:
+    """How long until `seconds` have gone by since the resource was created: waits count from
+    there, so that time the operator was down (or busy elsewhere) counts too."""
+    return seconds_left(resource["metadata"]["creationTimestamp"], seconds)
 
 
 def with_condition(
