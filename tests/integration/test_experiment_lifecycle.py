@@ -11,15 +11,12 @@ log, sets its terminal status). The pod log is the runner's real report of a rea
 from __future__ import annotations
 
 import json
-from contextlib import contextmanager
 from pathlib import Path
-
-from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 from esbench.api import models
 from esbench.api.race_report import MARKER, Failure, FailureKind, RaceReport
 from esbench.runner.results import summarize
+from tests.support.admission import deletion_held, deletion_refused
 from tests.support.controlplane import K8S_VERSION
 from tests.support.experiments import (
     as_the_runner_reported,
@@ -327,35 +324,6 @@ def test_a_crash_between_the_final_status_and_the_cleanup_is_mended_at_restart(a
     wait_for(lambda: ("Normal", "ClusterDeleted") in events(apis, namespace, "crashed"), what="the ClusterDeleted Event")
 
 
-@contextmanager
-def deletion_held(control_plane, namespace: str, name: str):
-    """A ValidatingAdmissionPolicy that refuses to delete Elasticsearch NAME, as an SRE's guard or
-    a webhook that is down would, until the `release` it yields is called (or the block ends)."""
-    policy = f"hold-{namespace}"
-    admission = client.AdmissionregistrationV1Api(control_plane.api_client())
-    admission.create_validating_admission_policy({"metadata": {"name": policy}, "spec": {
-        "failurePolicy": "Fail",
-        "matchConstraints": {"resourceRules": [{"apiGroups": [GROUP], "apiVersions": [VERSION],
-                                                "operations": ["DELETE"], "resources": [PLURAL]}]},
-        "validations": [{"expression": f"oldObject.metadata.name != '{name}'", "message": "held by the test"}]}})
-    admission.create_validating_admission_policy_binding({"metadata": {"name": policy}, "spec": {
-        "policyName": policy, "validationActions": ["Deny"],
-        "matchResources": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}}}})
-
-    def release() -> None:
-        for delete in (admission.delete_validating_admission_policy_binding,
-                       admission.delete_validating_admission_policy):
-            try:
-                delete(policy)
-            except ApiException as error:
-                if error.status != 404:
-                    raise
-    try:
-        yield release
-    finally:
-        release()
-
-
 def test_a_cleanup_the_api_server_refuses_is_tried_again_until_it_succeeds(
         apis, eck, standin_kubelet, control_plane, namespace, race_json, tmp_path):
     # Its own operator: its handlers are meant to fail while the deletion is held.
@@ -363,14 +331,7 @@ def test_a_cleanup_the_api_server_refuses_is_tried_again_until_it_succeeds(
     try:
         run_to_benchmarking(apis, eck, namespace, "held")
         with deletion_held(control_plane, namespace, "held") as release:
-            def deletion_refused() -> bool:
-                try:
-                    apis.custom.delete_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "held", dry_run="All")
-                except ApiException as error:
-                    return "held by the test" in error.body
-                return False
-
-            wait_for(deletion_refused, what="the API server to load the admission policy")
+            wait_for(lambda: deletion_refused(apis, namespace, "held"), what="the API server to load the admission policy")
             standin_kubelet.finish_job_pod(namespace, "held-rally", runner_log(
                 RaceReport(succeeded=True, results=summarize(race_json), race_json=race_json)), exit_code=0)
             wait_phase(apis, namespace, "held", "Succeeded")

@@ -9,6 +9,7 @@ race.json, with the indexing throughput set per cell so that the statistics have
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import kubernetes
 import pytest
@@ -19,7 +20,9 @@ from esbench.api import models
 from esbench.api.race_report import RaceReport
 from esbench.controller import grid
 from esbench.runner.results import summarize
-from tests.support.experiments import condition, runner_log
+from tests.support.admission import HELD, deletion_held, deletion_refused
+from tests.support.experiments import condition, es_exists, event_messages, events, runner_log
+from tests.support.operator_process import OperatorProcess
 from tests.support.waiting import wait_for
 
 TEMPLATE = {"elasticsearch": {"version": "8.15.3"}, "workload": {"track": "smoke"}}
@@ -127,6 +130,34 @@ def test_cells_that_differ_in_index_settings_share_one_cluster_one_run_at_a_time
     assert condition(done, "Complete")["status"] == "True"
     # The shared cluster belongs to the sweep and goes when its runs are done (cleanup Delete).
     wait_for(lambda: not eck.list(namespace), 30, "the shared cluster to be deleted")
+
+
+def test_a_shared_cluster_whose_deletion_the_api_server_refuses_is_said_and_released_once_allowed(
+        apis, eck, standin_kubelet, control_plane, namespace, race_json, tmp_path):
+    # Its own operator: its sweep handler is meant to fail while the deletion is held.
+    operator = OperatorProcess(Path(control_plane.kubeconfig_path), tmp_path / "operator.log").start()
+    try:
+        with deletion_held(control_plane, namespace, "held-g0") as release:
+            create_sweep(apis, namespace, "held", matrix=[{"field": "index.codec", "values": ["default"]}], repetitions=1)
+            driver = Driver(apis, eck, standin_kubelet, namespace, race_json, "held")
+            child = driver.next_benchmarking()
+            wait_for(lambda: deletion_refused(apis, namespace, "held-g0"), what="the API server to load the policy")
+            driver.finish(child, 1000.0)
+            wait_for(lambda: ("Warning", "CleanupFailed") in events(apis, namespace, "held"),
+                     what="the sweep's CleanupFailed Event", diagnose=lambda: operator.log_tail(40))
+            refusal = event_messages(apis, namespace, "held")
+            assert "The API server refused to delete Elasticsearch held-g0" in refusal and HELD in refusal
+            # Tried again by the resync (each 1 s here), backing off: 1 s, then 2 s.
+            wait_for(lambda: f"sweep {namespace}/held failed again (2 in a row; next try in 2s)"
+                     in operator.log_tail(10_000), what="the resync to try the release again")
+            assert es_exists(eck, namespace, "held-g0")
+            assert phase(get_sweep(apis, namespace, "held")) == "Running"  # it ends once its cluster is released
+            release()
+            done = driver.wait_done()
+            assert phase(done) == "Succeeded" and done["status"]["progress"]["succeeded"] == 1
+            wait_for(lambda: not es_exists(eck, namespace, "held-g0"), what="the release, once allowed")
+    finally:
+        operator.stop()
 
 
 def test_cells_with_different_versions_get_a_cluster_each_and_run_in_parallel(

@@ -47,6 +47,7 @@ _tracked_sweeps: set[tuple[str, str]] = set()
 # change or an operator restart, and a Delete policy would leave a whole cluster running). It backs
 # off, so that a refusal that lasts costs the API server and the log little.
 _failed: dict[tuple[str, str], Failures] = {}
+_failed_sweeps: dict[tuple[str, str], Failures] = {}  # the same for sweeps (a shared cluster's release)
 MAX_BACKOFF_DOUBLINGS = 5  # 10 s resync: tried again after 10, 20, 40, 80, 160, then every 320 s
 logger = logging.getLogger(__name__)
 
@@ -90,23 +91,36 @@ def _reconcile(namespace: str, name: str, job: dict[str, Any] | None = None) -> 
     except Gone:  # deleted meanwhile: its children go with it (owner references)
         logger.info("%s/%s was deleted while it was reconciled", namespace, name)
     except Exception as error:
-        in_a_row = (previous.in_a_row if (previous := _failed.get(key)) else 0) + 1
-        delay = SETTINGS.resync_seconds * 2 ** min(in_a_row - 1, MAX_BACKOFF_DOUBLINGS)
-        _failed[key] = Failures(in_a_row, time.monotonic() + delay)
-        if in_a_row == 1:
+        if _first_failure(_failed, key, f"{namespace}/{name}", error):
             raise  # logged with its traceback by kopf or by the resync loop
-        logger.warning("%s/%s failed again (%d in a row; next try in %.0fs): %s", namespace, name, in_a_row, delay,
-                       error)
         return
     _failed.pop(key, None)
 
 
 def _reconcile_sweep(namespace: str, name: str) -> None:
     assert _sweep_reconciler is not None, "startup handler has not run"
+    key = (namespace, name)
     try:
         _sweep_reconciler.reconcile(namespace, name)
     except Gone:
         logger.info("sweep %s/%s was deleted while it was reconciled", namespace, name)
+    except Exception as error:
+        if _first_failure(_failed_sweeps, key, f"sweep {namespace}/{name}", error):
+            raise
+        return
+    _failed_sweeps.pop(key, None)
+
+
+def _first_failure(failed: dict[tuple[str, str], Failures], key: tuple[str, str], what: str,
+                   error: Exception) -> bool:
+    """Counts one more failure in a row and sets when the resync tries again. Whether it is the
+    first in a row: that one is raised, to be logged with its traceback; each later one is a line."""
+    in_a_row = (previous.in_a_row if (previous := failed.get(key)) else 0) + 1
+    delay = SETTINGS.resync_seconds * 2 ** min(in_a_row - 1, MAX_BACKOFF_DOUBLINGS)
+    failed[key] = Failures(in_a_row, time.monotonic() + delay)
+    if in_a_row > 1:
+        logger.warning("%s failed again (%d in a row; next try in %.0fs): %s", what, in_a_row, delay, error)
+    return in_a_row == 1
 
 
 async def _resync_forever() -> None:
@@ -116,14 +130,18 @@ async def _resync_forever() -> None:
         looks = {key for key in list(_tracked) if _next_look.get(key, now) <= now}
         for key in looks:  # before the reconcile: what it does (a RetryLater, a status patch) says better
             _next_look[key] = now + _tracked.get(key, SETTINGS.resync_seconds)
-        retries = {key for key, failures in list(_failed.items()) if failures.retry_at <= now}
-        work = ([(_reconcile, key) for key in sorted(looks | retries)]
-                + [(_reconcile_sweep, key) for key in sorted(_tracked_sweeps)])
+        sweeps = {key for key in list(_tracked_sweeps) if key not in _failed_sweeps}
+        work = ([(_reconcile, key) for key in sorted(looks | _due(_failed, now))]
+                + [(_reconcile_sweep, key) for key in sorted(sweeps | _due(_failed_sweeps, now))])
         for reconcile, (namespace, name) in work:
             try:
                 await asyncio.to_thread(reconcile, namespace, name)
             except Exception:  # one object's trouble must not stop the others' resync
                 logger.exception("resync of %s/%s failed", namespace, name)
+
+
+def _due(failed: dict[tuple[str, str], Failures], now: float) -> set[tuple[str, str]]:
+    return {key for key, failures in list(failed.items()) if failures.retry_at <= now}
 
 
 def _needs_resync(body: kopf.Body) -> bool:
@@ -180,6 +198,8 @@ def job_changed(type: str | None, event: kopf.RawEvent, namespace: str, labels: 
 @kopf.on.event(models.GROUP, models.VERSION, models.SWEEP_PLURAL)
 def sweep_event(type: str | None, body: kopf.Body, namespace: str, name: str, **_: Any) -> None:
     key = (namespace, name)
+    if type == "DELETED":
+        _failed_sweeps.pop(key, None)
     if type == "DELETED" or body.get("status", {}).get("phase") in [p.value for p in models.SWEEP_TERMINAL_PHASES]:
         _tracked_sweeps.discard(key)
         return

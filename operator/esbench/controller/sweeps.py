@@ -331,7 +331,7 @@ class SweepReconciler:
             not_started = ("Rejected", str(rejected))
         for key, runs in run_groups.items():
             if key in clusters and all(by_key[r.key].final for r in runs):
-                self._release(sweep, clusters[key], any(by_key[r.key].state == RunState.FAILED for r in runs))
+                self._release(body, sweep, clusters[key], any(by_key[r.key].state == RunState.FAILED for r in runs))
 
         # Recomputed only when another run has succeeded: every run's end triggers several
         # reconciles (its status patches), and the statistics are the expensive part.
@@ -386,13 +386,20 @@ class SweepReconciler:
         self.emit(body, "Normal", "RunStarted", f"{manifest['metadata']['name']}: cell {run.cell.id} "
                   f"({run.cell.label}), repetition {run.repetition}{retry}")
 
-    def _release(self, sweep: manifests.Sweep, cluster: str, any_failed: bool) -> None:
+    def _release(self, body: dict[str, Any], sweep: manifests.Sweep, cluster: str, any_failed: bool) -> None:
+        """Before the status that ends the sweep, so that a crash cannot leave the cluster behind: a
+        sweep whose release is refused ends once it is not."""
         policy = CleanupPolicy(sweep.spec.template.get("rally", {}).get("cleanup", CleanupPolicy.DELETE))
         if policy == CleanupPolicy.KEEP or (policy == CleanupPolicy.KEEP_ON_FAILURE and any_failed):
             return
         es = self.kube.get_elasticsearch(sweep.namespace, cluster)
-        if es is not None and _owned_by(es, sweep):
+        if es is None or not _owned_by(es, sweep):
+            return
+        try:
             self.kube.delete_elasticsearch(sweep.namespace, cluster, es["metadata"]["uid"])
+        except Rejected as rejected:  # said each time, and tried again (handlers back off)
+            self.emit(body, "Warning", "CleanupFailed", f"{rejected}; tried again later")
+            raise
 
     def _patch(self, body: dict[str, Any], fields: dict[str, Any], *conditions: tuple[str, bool, str, str]) -> None:
         current = body.get("status") or {}
