@@ -202,11 +202,12 @@ class Kube:
 
     def _pods(self, namespace: str, label_selector: str, cached: bool = False) -> list[dict[str, Any]]:
         """CACHED: as the API server's watch cache has them now (resourceVersion 0), a few
-        milliseconds old at most on a healthy server. A consistent list (the default) is served from
-        that cache too, but first waits until etcd confirms the cache is current: on kube-apiserver
-        1.32, with other objects being written, 2.5 ms at p50 but 100 ms at p95. The pods read here started long before, and
-        what is read from them (name, node, images, resources) was set when they did; only a just
-        ended pod's exit code (said in a message) may be missing on a server whose cache lags."""
+        milliseconds old at most on a healthy server. A consistent list (the default) is served
+        from that cache too, but first waits until etcd confirms the cache is current: on
+        kube-apiserver 1.32, with other objects being written, 2.5 ms at p50 but 100 ms at p95.
+        The pods read here started long before, and what is read from them (name, node, images,
+        resources) was set when they did; only a just-ended pod's exit code (said in a message)
+        may be missing on a server whose cache lags."""
         extra = {"resource_version": "0"} if cached else {}
         return _json(self.core.list_namespaced_pod(namespace, label_selector=label_selector,
                                                    _preload_content=False, **extra))["items"]

@@ -357,12 +357,7 @@ class Reconciler:
             if es is None or not _owned(es, experiment) or es["metadata"].get("deletionTimestamp"):
                 return
             uid = es["metadata"]["uid"]
-        try:
-            deleted = self.kube.delete_elasticsearch(experiment.namespace, experiment.cluster, uid)
-        except Rejected as rejected:  # said each time, and tried again (handlers back off)
-            self.emit(body, "Warning", "CleanupFailed", f"{rejected}; tried again later")
-            raise
-        if deleted:
+        if delete_cluster(self.kube, self.emit, body, experiment.cluster, uid):
             self.emit(body, "Normal", "ClusterDeleted", f"Deleted Elasticsearch cluster {experiment.cluster}")
 
     def _expire(self, body: dict[str, Any]) -> None:
@@ -421,6 +416,16 @@ def unattended_seconds(body: dict[str, Any], resync_seconds: float) -> float:
         deadline = status.time_left(body, experiment.spec.rally.cluster_ready_timeout_seconds)
         return max(0.0, min(watched, deadline))
     return resync_seconds
+
+
+def delete_cluster(kube: Kube, emit: EventSink, owner: dict[str, Any], cluster: str, uid: str) -> bool:
+    """Deletes the OWNER's Elasticsearch CLUSTER (the one of that UID); whether it was deleted now. A
+    refusal is said on the owner at each try, and raised: the handlers try again, backing off."""
+    try:
+        return kube.delete_elasticsearch(owner["metadata"]["namespace"], cluster, uid)
+    except Rejected as rejected:
+        emit(owner, "Warning", "CleanupFailed", f"{rejected}; tried again later")
+        raise
 
 
 def race_ended(job: dict[str, Any]) -> bool:

@@ -39,7 +39,7 @@ from esbench.api.models import (
 )
 from esbench.controller import grid, manifests, names, status
 from esbench.controller.kube import KindNotServed, Kube, Rejected
-from esbench.controller.lifecycle import ECK_NOT_INSTALLED, EventSink, KeyedLocks
+from esbench.controller.lifecycle import ECK_NOT_INSTALLED, EventSink, KeyedLocks, delete_cluster
 
 COMPLETE = "Complete"
 GATES_PASSED = "GatesPassed"
@@ -393,13 +393,8 @@ class SweepReconciler:
         if policy == CleanupPolicy.KEEP or (policy == CleanupPolicy.KEEP_ON_FAILURE and any_failed):
             return
         es = self.kube.get_elasticsearch(sweep.namespace, cluster)
-        if es is None or not _owned_by(es, sweep):
-            return
-        try:
-            self.kube.delete_elasticsearch(sweep.namespace, cluster, es["metadata"]["uid"])
-        except Rejected as rejected:  # said each time, and tried again (handlers back off)
-            self.emit(body, "Warning", "CleanupFailed", f"{rejected}; tried again later")
-            raise
+        if es is not None and _owned_by(es, sweep):
+            delete_cluster(self.kube, self.emit, body, cluster, es["metadata"]["uid"])
 
     def _patch(self, body: dict[str, Any], fields: dict[str, Any], *conditions: tuple[str, bool, str, str]) -> None:
         current = body.get("status") or {}
