@@ -44,7 +44,7 @@ def test_an_event_the_server_refuses_is_dropped_so_that_the_step_goes_on(caplog)
     reconcile step that posts it before, say, a cleanup. The refusal is the server's answer."""
     kube = Kube(BoundedApiClient(client.Configuration()))
 
-    def refuse(namespace, body):
+    def refuse(namespace, body, **_):
         raise client.exceptions.ApiException(status=403, reason="Forbidden")
 
     kube.core.create_namespaced_event = refuse

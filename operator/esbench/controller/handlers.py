@@ -79,11 +79,13 @@ async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     asyncio.get_running_loop().create_task(_resync_forever())
 
 
-def _reconcile(namespace: str, name: str, job: dict[str, Any] | None = None) -> None:
+def _reconcile(namespace: str, name: str, job: dict[str, Any] | None = None,
+               cluster: dict[str, Any] | None = None) -> None:
     assert _reconciler is not None, "startup handler has not run"
     key = (namespace, name)
+    left = None  # as the reconcile left the Experiment, if it ended well
     try:
-        _reconciler.reconcile(namespace, name, job)
+        left = _reconciler.reconcile(namespace, name, job, cluster)
     except RetryLater as error:  # the resync loop comes back to it, at its next pass
         logger.info("%s/%s: %s", namespace, name, error)
         if key in _tracked:
@@ -95,6 +97,15 @@ def _reconcile(namespace: str, name: str, job: dict[str, Any] | None = None) -> 
             raise  # logged with its traceback by kopf or by the resync loop
         return
     _failed.pop(key, None)
+    if left is not None and not _needs_resync(left):
+        # Finished just now, most likely: the deletion of its cluster that follows is not news,
+        # and its own watch event, which would say so too, may come after that.
+        _untrack(key)
+
+
+def _untrack(key: tuple[str, str]) -> None:
+    _tracked.pop(key, None)
+    _next_look.pop(key, None)
 
 
 def _reconcile_sweep(namespace: str, name: str) -> None:
@@ -155,8 +166,7 @@ def experiment_event(type: str | None, body: kopf.Body, namespace: str, name: st
     if type == "DELETED":
         _failed.pop(key, None)
     if type == "DELETED" or not _needs_resync(body):
-        _tracked.pop(key, None)
-        _next_look.pop(key, None)
+        _untrack(key)
         return
     _tracked[key] = unattended_seconds(body, SETTINGS.resync_seconds)
     _next_look[key] = time.monotonic() + _tracked[key]
@@ -172,15 +182,19 @@ def _its_experiment_is_tracked(namespace: str, labels: dict[str, str]) -> bool:
 
 
 def _may_need_its_experiment(type: str | None, namespace: str, labels: dict[str, str], **_: Any) -> bool:
-    """Every event of a cluster may, but its deletion only while the Experiment is unfinished (or
-    has a TTL to keep): a finished one has nothing left to release."""
-    return type != "DELETED" or _its_experiment_is_tracked(namespace, labels)
+    """Every change of a cluster may, but not its creation: only the operator creates clusters with
+    that label, in the reconcile that then says what it saw (a listing at start is type None).
+    And its deletion only while the Experiment is unfinished (or has a TTL to keep): a finished one
+    has nothing left to release."""
+    if type == "DELETED":
+        return _its_experiment_is_tracked(namespace, labels)
+    return type != "ADDED"
 
 
 @kopf.on.event(ECK_GROUP, ECK_VERSION, ECK_PLURAL, labels={EXPERIMENT_LABEL: kopf.PRESENT},
                when=_may_need_its_experiment)
-def cluster_changed(namespace: str, labels: dict[str, str], **_: Any) -> None:
-    _reconcile(namespace, labels[EXPERIMENT_LABEL])
+def cluster_changed(type: str | None, event: kopf.RawEvent, namespace: str, labels: dict[str, str], **_: Any) -> None:
+    _reconcile(namespace, labels[EXPERIMENT_LABEL], cluster=None if type == "DELETED" else event["object"])
 
 
 def _race_ended_or_gone(type: str | None, body: kopf.Body, namespace: str, labels: dict[str, str], **_: Any) -> bool:

@@ -75,19 +75,20 @@ class Kube:
         )
 
     def patch_experiment_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
-        _absent_as_gone(lambda: self.custom.patch_namespaced_custom_object_status(
-            models.GROUP, models.VERSION, namespace, models.PLURAL, name, {"status": status}))
+        _absent_as_gone(lambda: _unparsed(self.custom.patch_namespaced_custom_object_status(
+            models.GROUP, models.VERSION, namespace, models.PLURAL, name, {"status": status}, _preload_content=False)))
 
     def delete_experiment(self, namespace: str, name: str) -> None:
         _absent_as_none(
-            lambda: self.custom.delete_namespaced_custom_object(
-                models.GROUP, models.VERSION, namespace, models.PLURAL, name, propagation_policy="Background"
-            )
+            lambda: _unparsed(self.custom.delete_namespaced_custom_object(
+                models.GROUP, models.VERSION, namespace, models.PLURAL, name, propagation_policy="Background",
+                _preload_content=False))
         )
 
     def create_experiment(self, manifest: dict[str, Any]) -> None:
-        _create(models.KIND, manifest, lambda: self.custom.create_namespaced_custom_object(
-            models.GROUP, models.VERSION, manifest["metadata"]["namespace"], models.PLURAL, manifest))
+        _create(models.KIND, manifest, lambda: _unparsed(self.custom.create_namespaced_custom_object(
+            models.GROUP, models.VERSION, manifest["metadata"]["namespace"], models.PLURAL, manifest,
+            _preload_content=False)))
 
     def list_experiments(self, namespace: str, label_selector: str) -> list[dict[str, Any]]:
         return self.custom.list_namespaced_custom_object(
@@ -101,8 +102,9 @@ class Kube:
         )
 
     def patch_sweep_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
-        _absent_as_gone(lambda: self.custom.patch_namespaced_custom_object_status(
-            models.GROUP, models.VERSION, namespace, models.SWEEP_PLURAL, name, {"status": status}))
+        _absent_as_gone(lambda: _unparsed(self.custom.patch_namespaced_custom_object_status(
+            models.GROUP, models.VERSION, namespace, models.SWEEP_PLURAL, name, {"status": status},
+            _preload_content=False)))
 
     # --- Events ---
 
@@ -125,7 +127,7 @@ class Kube:
             "firstTimestamp": now, "lastTimestamp": now, "count": 1,
         }
         try:
-            self.core.create_namespaced_event(meta["namespace"], event)
+            _unparsed(self.core.create_namespaced_event(meta["namespace"], event, _preload_content=False))
         except ApiException as error:  # a timeout propagates: the resync tries the whole step again
             logger.warning("Event %s on %s/%s not posted: %s %s", reason, meta["namespace"], meta["name"],
                            error.status, error.reason)
@@ -160,8 +162,9 @@ class Kube:
         """Delete exactly that object: the UID precondition spares a same-named successor. Whether
         it was there to delete (False: gone already, or the name is another object's now)."""
         try:
-            self.custom.delete_namespaced_custom_object(
-                ECK_GROUP, ECK_VERSION, namespace, ECK_PLURAL, name, body={"preconditions": {"uid": uid}})
+            _unparsed(self.custom.delete_namespaced_custom_object(
+                ECK_GROUP, ECK_VERSION, namespace, ECK_PLURAL, name, body={"preconditions": {"uid": uid}},
+                _preload_content=False))
         except ApiException as error:
             if error.status in (404, 409):  # 409: the precondition failed
                 return False
@@ -174,8 +177,8 @@ class Kube:
 
     def create_job(self, manifest: dict[str, Any]) -> bool:
         """Whether it was created now (False: one of that name existed already)."""
-        return _create("Job", manifest, lambda: self.batch.create_namespaced_job(
-            manifest["metadata"]["namespace"], manifest)) is not None
+        return _create("Job", manifest, lambda: _unparsed(self.batch.create_namespaced_job(
+            manifest["metadata"]["namespace"], manifest, _preload_content=False))) is not None
 
     def get_job(self, namespace: str, name: str) -> dict[str, Any] | None:
         return _absent_as_none(lambda: _json(self.batch.read_namespaced_job(name, namespace, _preload_content=False)))
@@ -225,8 +228,8 @@ class Kube:
 
     def create_configmap(self, manifest: dict[str, Any]) -> bool:
         """Whether it was created now (False: one of that name existed already)."""
-        return _create("ConfigMap", manifest, lambda: self.core.create_namespaced_config_map(
-            manifest["metadata"]["namespace"], manifest)) is not None
+        return _create("ConfigMap", manifest, lambda: _unparsed(self.core.create_namespaced_config_map(
+            manifest["metadata"]["namespace"], manifest, _preload_content=False))) is not None
 
 
 def _json(response) -> Any:
@@ -234,6 +237,15 @@ def _json(response) -> Any:
     Jobs are read this way because the client's model classes cost far more CPU to build (and
     to turn back into dicts) than the call itself."""
     return json.loads(response.data)
+
+
+def _unparsed(response) -> Any:
+    """The response of a call made with _preload_content=False whose body is not needed: read, so
+    that its connection goes back to the pool, but not parsed. A status patch answers with the
+    whole Experiment (its results too), a create with the whole Job or ConfigMap (race.json),
+    which the client would turn into dicts or its model classes, for nothing."""
+    response.read()
+    return response
 
 
 def _absent_as_none(call):

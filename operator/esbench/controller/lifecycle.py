@@ -71,40 +71,43 @@ class Reconciler:
         # Reads that a step needs but need not wait for one by one (the environment of a race).
         self.side_reads = ThreadPoolExecutor(settings.max_workers, thread_name_prefix="side-read")
 
-    def reconcile(self, namespace: str, name: str, job: dict[str, Any] | None = None) -> None:
-        """JOB: the Experiment's Rally Job as a watch event just showed it (saves reading it again)."""
+    def reconcile(self, namespace: str, name: str, job: dict[str, Any] | None = None,
+                  cluster: dict[str, Any] | None = None) -> dict[str, Any] | None:
+        """JOB, CLUSTER: the Experiment's Rally Job or ECK cluster as a watch event just showed it
+        (saves reading it again). Returns the Experiment as this reconcile left it, or None when it
+        is gone or going."""
         with self.locks((namespace, name)):
             body = self.kube.get_experiment(namespace, name)
             if body is None or body["metadata"].get("deletionTimestamp"):
-                return
+                return None
             phase = (body.get("status") or {}).get("phase")
             try:
                 experiment = manifests.Experiment.from_body(body)
             except ValidationError as error:
                 if phase in TERMINAL_PHASES:  # failed as InvalidSpec: it never made anything
                     self._expire(body)
-                    return
+                    return body
                 message = "; ".join(e["msg"].removeprefix("Value error, ") for e in error.errors())
-                self._update(body, Phase.FAILED, "InvalidSpec", message, {"completionTime": status.now()},
-                             (BENCHMARK_COMPLETE, False, "InvalidSpec", message))
+                body = self._update(body, Phase.FAILED, "InvalidSpec", message, {"completionTime": status.now()},
+                                    (BENCHMARK_COMPLETE, False, "InvalidSpec", message))
                 self.emit(body, "Warning", "InvalidSpec", message)
-                return
+                return body
             if phase in TERMINAL_PHASES:
                 # Again after every restart: a crash between the final status and the cleanup
                 # must not leave a cluster behind. Idempotent.
                 self._release_cluster(body, experiment, phase == Phase.SUCCEEDED)
                 self._expire(body)
-                return
+                return body
             if phase in (None, Phase.PENDING):
                 body = self._provision(body, experiment)
                 if experiment.owns_cluster:  # just asked for: its watch event brings us back
-                    return
+                    return body
                 phase = body["status"]["phase"]
             if phase == Phase.PROVISIONING:
-                body = self._await_cluster(body, experiment)
-                phase = body["status"]["phase"]
+                return self._await_cluster(body, experiment, cluster)
             if phase == Phase.BENCHMARKING:
-                self._await_race(body, experiment, job)
+                return self._await_race(body, experiment, job)
+            return body
 
     # --- steps ---
 
@@ -151,15 +154,19 @@ class Reconciler:
             (BENCHMARK_COMPLETE, False, "WaitingForCluster", "The race starts once the cluster is ready"),
         )
 
-    def _await_cluster(self, body: dict[str, Any], experiment: manifests.Experiment) -> dict[str, Any]:
+    def _await_cluster(self, body: dict[str, Any], experiment: manifests.Experiment,
+                       seen: dict[str, Any] | None) -> dict[str, Any]:
         es = None
         if experiment.cluster is None:
             # An external cluster: the runner waits for it to answer (within raceTimeoutSeconds).
             verdict = readiness.Readiness(True, f"External cluster {experiment.spec.target.external.url}")
         else:
-            es = self._cluster_under_test(body, experiment)
+            if seen is not None and seen["metadata"]["name"] == experiment.cluster:  # not any labelled one
+                es = seen
+            else:
+                es = self.kube.get_elasticsearch(experiment.namespace, experiment.cluster)
             if es is None:
-                return body
+                return self._cluster_missing(body, experiment)
             if experiment.owns_cluster and not _owned(es, experiment):
                 return self._finish(body, experiment, False, "ClusterNameConflict", _conflict("Elasticsearch", es))
             # ECK says why only in an Event, which no watch of ours brings: until it is there, look
@@ -206,49 +213,47 @@ class Reconciler:
             fields["clusterVersion"] = verdict.version
         if es is not None and experiment.owns_cluster:  # what the cleanup deletes, without reading it again
             fields["clusterUID"] = es["metadata"]["uid"]
-        return self._update(
+        body = self._update(
             body, Phase.BENCHMARKING, "Benchmarking", message, fields,
             (CLUSTER_READY, True, "ClusterReady", verdict.message),
             (BENCHMARK_COMPLETE, False, "Running", f"Rally race {experiment.race_id} is running"),
         )
+        # A Job made before a crash may have ended meanwhile; one made now has not: its end comes
+        # as its watch event.
+        return self._await_race(body, experiment, stale) if stale is not None else body
 
-    def _cluster_under_test(self, body: dict[str, Any], experiment: manifests.Experiment) -> dict[str, Any] | None:
-        """The ECK resource, or None while there is none (a missing own cluster is asked for again)."""
-        es = self.kube.get_elasticsearch(experiment.namespace, experiment.cluster)
-        if es is not None:
-            return es
+    def _cluster_missing(self, body: dict[str, Any], experiment: manifests.Experiment) -> dict[str, Any]:
+        """There is no cluster under test (yet): a missing own cluster is asked for again."""
         if experiment.owns_cluster:  # deleted under us: ask for it again under the same name
             try:
                 self.kube.create_elasticsearch(manifests.elasticsearch_manifest(experiment))
             except Rejected as rejected:
-                self._finish(body, experiment, False, "ClusterRejected", str(rejected))
+                return self._finish(body, experiment, False, "ClusterRejected", str(rejected))
         elif _waited_for_cluster(body, experiment):
-            self._finish(body, experiment, False, "ClusterNotFound",
-                         f"Elasticsearch {experiment.cluster} (spec.target.elasticsearchRef) does not exist "
-                         f"in namespace {experiment.namespace}")
-        return None
+            return self._finish(body, experiment, False, "ClusterNotFound",
+                                f"Elasticsearch {experiment.cluster} (spec.target.elasticsearchRef) does not exist "
+                                f"in namespace {experiment.namespace}")
+        return body
 
-    def _await_race(self, body: dict[str, Any], experiment: manifests.Experiment, job: dict[str, Any] | None) -> None:
+    def _await_race(self, body: dict[str, Any], experiment: manifests.Experiment,
+                    job: dict[str, Any] | None) -> dict[str, Any]:
         job_name = names.job_name(experiment.name)
         job = job or self.kube.get_job(experiment.namespace, job_name)
         if job is None:
-            self._finish(body, experiment, False, "JobDeleted", f"Rally Job {job_name} was deleted before it finished")
-            return
+            return self._finish(body, experiment, False, "JobDeleted",
+                                f"Rally Job {job_name} was deleted before it finished")
         if not _owned(job, experiment):
-            self._finish(body, experiment, False, "JobNameConflict", _conflict("Job", job))
-            return
+            return self._finish(body, experiment, False, "JobNameConflict", _conflict("Job", job))
         if not race_ended(job):
-            return
+            return body
         finished = _true_conditions(job)
         failed = finished.get("Failed") or finished.get("FailureTarget")
         if failed and failed.get("reason") == "DeadlineExceeded":
             timeout = experiment.spec.rally.race_timeout_seconds
-            self._finish(body, experiment, False, "RaceTimeout", f"The race did not finish within {timeout}s")
-            return
+            return self._finish(body, experiment, False, "RaceTimeout", f"The race did not finish within {timeout}s")
         pod = self.kube.job_pod(experiment.namespace, job_name)
         if pod is None:
-            self._finish(body, experiment, False, "ResultsUnavailable", f"The pod of Job {job_name} is gone")
-            return
+            return self._finish(body, experiment, False, "ResultsUnavailable", f"The pod of Job {job_name} is gone")
         # Read while the log is: the results wait for both, not for one after the other. (Wasted on
         # a race that ends without results, which is rare.)
         environment = self.side_reads.submit(self._kubernetes_environment, experiment, pod)
@@ -259,17 +264,15 @@ class Reconciler:
         try:
             report = decode_report(log)
         except UnreadableReport as error:
-            self._finish(body, experiment, False, "ResultsUnreadable", f"Rally Job {job_name}: {error}")
-            return
+            return self._finish(body, experiment, False, "ResultsUnreadable", f"Rally Job {job_name}: {error}")
         if report is None:
             exit_code = _exit_code(pod)
             message = f"Rally Job {job_name} ended (exit code {exit_code}) without a report. Log tail:\n"
-            self._finish(body, experiment, False, "JobFailed", message + status.log_excerpt(log))
-            return
-        self._collect(body, experiment, report, environment)
+            return self._finish(body, experiment, False, "JobFailed", message + status.log_excerpt(log))
+        return self._collect(body, experiment, report, environment)
 
     def _collect(self, body: dict[str, Any], experiment: manifests.Experiment, report: RaceReport,
-                 kubernetes: Future[tuple[KubernetesEnvironment, Exception | None]]) -> None:
+                 kubernetes: Future[tuple[KubernetesEnvironment, Exception | None]]) -> dict[str, Any]:
         extra: dict[str, Any] = {}
         if report.race_json is not None:
             configmap = manifests.race_json_configmap(experiment, report.race_json)
@@ -296,11 +299,10 @@ class Reconciler:
             if experiment.spec.workload.contrasts:
                 extra["contrasts"] = contrasts.to_wire([report.results], experiment.spec.workload)
         if report.succeeded:
-            self._finish(body, experiment, True, "RaceSucceeded", "Race finished; results collected", extra)
-        else:
-            failure = report.failure
-            reason, message = (failure.kind.value, failure.message) if failure else ("RaceFailed", "Race failed")
-            self._finish(body, experiment, False, reason, status.redact(message), extra)
+            return self._finish(body, experiment, True, "RaceSucceeded", "Race finished; results collected", extra)
+        failure = report.failure
+        reason, message = (failure.kind.value, failure.message) if failure else ("RaceFailed", "Race failed")
+        return self._finish(body, experiment, False, reason, status.redact(message), extra)
 
     def _kubernetes_environment(self, experiment: manifests.Experiment,
                                 rally_pod: dict[str, Any]) -> tuple[KubernetesEnvironment, Exception | None]:
