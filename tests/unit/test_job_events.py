@@ -94,7 +94,6 @@ def test_an_experiment_a_reconcile_finishes_is_untracked_at_once(monkeypatch, le
                                              labels={handlers.EXPERIMENT_LABEL: "exp"}) is still_tracked
 
 
-
 @pytest.mark.parametrize("raises", [RetryLater("log not readable yet"), Gone()])
 def test_a_reconcile_that_ends_early_leaves_the_tracking_as_it_was(monkeypatch, raises):
     key = ("ns", "exp")
@@ -103,7 +102,6 @@ def test_a_reconcile_that_ends_early_leaves_the_tracking_as_it_was(monkeypatch, 
     monkeypatch.setattr(handlers, "_reconciler", LeavesItAs(raises=raises))
     handlers._reconcile(*key)
     assert key in handlers._tracked
-
 
 
 class ProvisioningExperiment:

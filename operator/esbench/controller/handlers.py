@@ -83,7 +83,6 @@ def _reconcile(namespace: str, name: str, job: dict[str, Any] | None = None,
                cluster: dict[str, Any] | None = None) -> None:
     assert _reconciler is not None, "startup handler has not run"
     key = (namespace, name)
-    left = None  # as the reconcile left the Experiment, if it ended well
     try:
         left = _reconciler.reconcile(namespace, name, job, cluster)
     except RetryLater as error:  # the resync loop comes back to it, at its next pass
@@ -96,11 +95,12 @@ def _reconcile(namespace: str, name: str, job: dict[str, Any] | None = None,
         if _first_failure(_failed, key, f"{namespace}/{name}", error):
             raise  # logged with its traceback by kopf or by the resync loop
         return
+    else:
+        if left is not None and not _needs_resync(left):
+            # Finished just now, most likely: the deletion of its cluster that follows is not news,
+            # and its own watch event, which would say so too, may come after that.
+            _untrack(key)
     _failed.pop(key, None)
-    if left is not None and not _needs_resync(left):
-        # Finished just now, most likely: the deletion of its cluster that follows is not news,
-        # and its own watch event, which would say so too, may come after that.
-        _untrack(key)
 
 
 def _untrack(key: tuple[str, str]) -> None:
