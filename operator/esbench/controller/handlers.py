@@ -10,6 +10,7 @@ Periodic checks (timeouts, TTLs, retries) come from one operator-wide resync loo
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import time
 from dataclasses import dataclass
@@ -77,6 +78,11 @@ async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     _reconciler = Reconciler(kube, SETTINGS, kube.post_event)
     _sweep_reconciler = SweepReconciler(kube, kube.post_event)
     asyncio.get_running_loop().create_task(_resync_forever())
+    # What exists by now (modules, pydantic's schemas, kopf's and the client's machinery: about
+    # 160,000 objects) lives as long as the process. Kept out of the collector's full passes, which
+    # stop every thread and come every few seconds under load, it no longer makes each of them last
+    # 150-350 ms (make bench's steady state: the longest went from 352 to 126 ms).
+    gc.freeze()
 
 
 def _reconcile(namespace: str, name: str, job: dict[str, Any] | None = None,
