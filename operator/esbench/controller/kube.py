@@ -75,20 +75,19 @@ class Kube:
         )
 
     def patch_experiment_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
-        _absent_as_gone(lambda: _unparsed(self.custom.patch_namespaced_custom_object_status(
-            models.GROUP, models.VERSION, namespace, models.PLURAL, name, {"status": status}, _preload_content=False)))
+        _absent_as_gone(lambda: _unparsed(self.custom.patch_namespaced_custom_object_status,
+                                          models.GROUP, models.VERSION, namespace, models.PLURAL, name, {"status": status}))
 
     def delete_experiment(self, namespace: str, name: str) -> None:
         _absent_as_none(
-            lambda: _unparsed(self.custom.delete_namespaced_custom_object(
-                models.GROUP, models.VERSION, namespace, models.PLURAL, name, propagation_policy="Background",
-                _preload_content=False))
+            lambda: _unparsed(self.custom.delete_namespaced_custom_object, models.GROUP, models.VERSION, namespace,
+                              models.PLURAL, name, propagation_policy="Background")
         )
 
     def create_experiment(self, manifest: dict[str, Any]) -> None:
-        _create(models.KIND, manifest, lambda: _unparsed(self.custom.create_namespaced_custom_object(
-            models.GROUP, models.VERSION, manifest["metadata"]["namespace"], models.PLURAL, manifest,
-            _preload_content=False)))
+        _create(models.KIND, manifest, lambda: _unparsed(self.custom.create_namespaced_custom_object, models.GROUP,
+                                                         models.VERSION, manifest["metadata"]["namespace"],
+                                                         models.PLURAL, manifest))
 
     def list_experiments(self, namespace: str, label_selector: str) -> list[dict[str, Any]]:
         return self.custom.list_namespaced_custom_object(
@@ -102,9 +101,8 @@ class Kube:
         )
 
     def patch_sweep_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
-        _absent_as_gone(lambda: _unparsed(self.custom.patch_namespaced_custom_object_status(
-            models.GROUP, models.VERSION, namespace, models.SWEEP_PLURAL, name, {"status": status},
-            _preload_content=False)))
+        _absent_as_gone(lambda: _unparsed(self.custom.patch_namespaced_custom_object_status, models.GROUP,
+                                          models.VERSION, namespace, models.SWEEP_PLURAL, name, {"status": status}))
 
     # --- Events ---
 
@@ -127,7 +125,7 @@ class Kube:
             "firstTimestamp": now, "lastTimestamp": now, "count": 1,
         }
         try:
-            _unparsed(self.core.create_namespaced_event(meta["namespace"], event, _preload_content=False))
+            _unparsed(self.core.create_namespaced_event, meta["namespace"], event)
         except ApiException as error:  # a timeout propagates: the resync tries the whole step again
             logger.warning("Event %s on %s/%s not posted: %s %s", reason, meta["namespace"], meta["name"],
                            error.status, error.reason)
@@ -162,9 +160,8 @@ class Kube:
         """Delete exactly that object: the UID precondition spares a same-named successor. Whether
         it was there to delete (False: gone already, or the name is another object's now)."""
         try:
-            _unparsed(self.custom.delete_namespaced_custom_object(
-                ECK_GROUP, ECK_VERSION, namespace, ECK_PLURAL, name, body={"preconditions": {"uid": uid}},
-                _preload_content=False))
+            _unparsed(self.custom.delete_namespaced_custom_object, ECK_GROUP, ECK_VERSION, namespace, ECK_PLURAL, name,
+                      body={"preconditions": {"uid": uid}})
         except ApiException as error:
             if error.status in (404, 409):  # 409: the precondition failed
                 return False
@@ -177,11 +174,11 @@ class Kube:
 
     def create_job(self, manifest: dict[str, Any]) -> bool:
         """Whether it was created now (False: one of that name existed already)."""
-        return _create("Job", manifest, lambda: _unparsed(self.batch.create_namespaced_job(
-            manifest["metadata"]["namespace"], manifest, _preload_content=False))) is not None
+        return _create("Job", manifest, lambda: _unparsed(self.batch.create_namespaced_job,
+                                                          manifest["metadata"]["namespace"], manifest)) is not None
 
     def get_job(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return _absent_as_none(lambda: _json(self.batch.read_namespaced_job(name, namespace, _preload_content=False)))
+        return _absent_as_none(lambda: _json(self.batch.read_namespaced_job, name, namespace))
 
     def job_pod(self, namespace: str, job_name: str) -> dict[str, Any] | None:
         selector = f"batch.kubernetes.io/job-name={job_name}"
@@ -212,15 +209,14 @@ class Kube:
         resources) was set when they did; only a just-ended pod's exit code (said in a message)
         may be missing on a server whose cache lags."""
         extra = {"resource_version": "0"} if cached else {}
-        return _json(self.core.list_namespaced_pod(namespace, label_selector=label_selector,
-                                                   _preload_content=False, **extra))["items"]
+        return _json(self.core.list_namespaced_pod, namespace, label_selector=label_selector, **extra)["items"]
 
     @cachedmethod(lambda self: self._platform_facts, key=lambda self, name: ("node", name),
                   lock=lambda self: self._platform_facts_lock)
     def get_node(self, name: str) -> dict[str, Any] | None:
         """None when gone, or when this operator may not read nodes (a chart's RBAC can leave it out)."""
         try:
-            return _json(self.core.read_node(name, _preload_content=False))
+            return _json(self.core.read_node, name)
         except ApiException as error:
             if error.status in (403, 404):
                 return None
@@ -228,22 +224,24 @@ class Kube:
 
     def create_configmap(self, manifest: dict[str, Any]) -> bool:
         """Whether it was created now (False: one of that name existed already)."""
-        return _create("ConfigMap", manifest, lambda: _unparsed(self.core.create_namespaced_config_map(
-            manifest["metadata"]["namespace"], manifest, _preload_content=False))) is not None
+        return _create("ConfigMap", manifest, lambda: _unparsed(self.core.create_namespaced_config_map,
+                                                                manifest["metadata"]["namespace"], manifest)) is not None
 
 
-def _json(response) -> Any:
-    """The body of a call made with _preload_content=False: the server's JSON as dicts. Pods and
-    Jobs are read this way because the client's model classes cost far more CPU to build (and
+def _json(method, *args, **kwargs) -> Any:
+    """What METHOD, a call of the client's API classes, answers: the server's JSON as dicts. Pods
+    and Jobs are read this way because the client's model classes cost far more CPU to build (and
     to turn back into dicts) than the call itself."""
-    return json.loads(response.data)
+    return json.loads(method(*args, _preload_content=False, **kwargs).data)
 
 
-def _unparsed(response) -> Any:
-    """The response of a call made with _preload_content=False whose body is not needed: read, so
-    that its connection goes back to the pool, but not parsed. A status patch answers with the
-    whole Experiment (its results too), a create with the whole Job or ConfigMap (race.json),
-    which the client would turn into dicts or its model classes, for nothing."""
+def _unparsed(method, *args, **kwargs) -> Any:
+    """Calls METHOD, a call of the client's API classes whose answer is not needed, and returns
+    its raw response: read, so that its connection goes back to the pool, but not parsed. A status
+    patch answers with the whole Experiment (its results too), a create with the whole Job or
+    ConfigMap (race.json), which the client would turn into dicts or its model classes, for
+    nothing."""
+    response = method(*args, _preload_content=False, **kwargs)
     response.read()
     return response
 
