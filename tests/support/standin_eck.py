@@ -74,6 +74,11 @@ class StandinEck:
     def make_ready(self, namespace: str, name: str) -> None:
         """ECK's status for a cluster whose every node has joined and whose health is green."""
         self.provision(namespace, name)
+        self.become_ready(namespace, name)
+
+    def become_ready(self, namespace: str, name: str) -> None:
+        """The Ready status alone, for a cluster provisioned before (ECK provisions at once,
+        and a cluster turns Ready minutes later)."""
         self.set_status(namespace, name, **eck_status(self.get(namespace, name), up=True))
 
     def serve(self, namespace: str) -> threading.Thread:
