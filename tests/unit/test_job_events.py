@@ -2,6 +2,8 @@
 (each costs two reads at least), from the Jobs the Job controller really writes; and which
 cluster a reconcile takes from its event instead of reading it again."""
 
+import threading
+
 import pytest
 
 from esbench.controller import handlers
@@ -181,3 +183,45 @@ def test_a_job_made_before_a_crash_is_looked_at_at_once_it_may_have_ended():
     assert kube.experiment["status"]["phase"] == "Failed"
     assert kube.experiment["status"]["reason"] == "ResultsUnavailable"
     assert kube.deleted == ["exp"]
+
+
+class RaceJustEnded:
+    """Stands in for Kube: an Experiment whose race has just ended, and whose Experiment cannot be
+    read until its race's log has been."""
+
+    def __init__(self):
+        self.log_read = threading.Event()
+        self.experiment = {"metadata": {"name": "exp", "namespace": "ns", "uid": "exp-uid", "generation": 1,
+                                        "creationTimestamp": "2999-01-01T00:00:00Z"},
+                           "spec": {"elasticsearch": {"version": "8.15.3"}, "workload": {"track": "smoke"}},
+                           "status": {"phase": "Benchmarking", "clusterUID": "exp-uid-cluster"}}
+
+    def get_experiment(self, namespace, name):
+        assert self.log_read.wait(10), "the race's log is read only after the Experiment"
+        return self.experiment
+
+    def job_pod(self, namespace, job_name):
+        return {"metadata": {"name": f"{job_name}-x1y2z"}, "spec": {},
+                "status": {"containerStatuses": [{"name": "rally", "state": {"terminated": {"exitCode": 1}}}]}}
+
+    def pod_log(self, namespace, pod_name):
+        self.log_read.set()
+        return "esrally: command not found\n"
+
+    def patch_experiment_status(self, namespace, name, status):
+        self.experiment["status"].update(status)
+
+    def delete_elasticsearch(self, namespace, name, uid):
+        return True
+
+
+def test_the_end_of_a_race_is_read_alongside_its_experiment():
+    """The results step's reads do not wait for each other: the pod and its log, then the report's
+    storing, are what it waits for, not the Experiment's read first."""
+    kube = RaceJustEnded()
+    ended = {"metadata": {"name": "exp-rally", "ownerReferences": [{"uid": "exp-uid"}]},
+             "status": {"conditions": [{"type": "Failed", "status": "True"}]}}
+    Reconciler(kube, Settings.from_env({}), lambda *_: None).reconcile("ns", "exp", job=ended)
+    assert kube.experiment["status"]["phase"] == "Failed"
+    assert kube.experiment["status"]["reason"] == "JobFailed"
+    assert "esrally: command not found" in kube.experiment["status"]["message"]

@@ -76,6 +76,10 @@ class Reconciler:
         """JOB, CLUSTER: the Experiment's Rally Job or ECK cluster as a watch event just showed it
         (saves reading it again). Returns the Experiment as this reconcile left it, or None when it
         is gone or going."""
+        # Only an unfinished Experiment hears of its Job's end (see the handlers): it is about to
+        # collect the results. Its race's pod and log are read while it is.
+        race_output = (self.side_reads.submit(self._race_output, namespace, names.job_name(name))
+                       if job is not None and race_ended(job) else None)
         with self.locks((namespace, name)):
             body = self.kube.get_experiment(namespace, name)
             if body is None or body["metadata"].get("deletionTimestamp"):
@@ -106,7 +110,7 @@ class Reconciler:
             if phase == Phase.PROVISIONING:
                 return self._await_cluster(body, experiment, cluster)
             if phase == Phase.BENCHMARKING:
-                return self._await_race(body, experiment, job)
+                return self._await_race(body, experiment, job, race_output)
             return body
 
     # --- steps ---
@@ -235,8 +239,8 @@ class Reconciler:
                                 f"in namespace {experiment.namespace}")
         return body
 
-    def _await_race(self, body: dict[str, Any], experiment: manifests.Experiment,
-                    job: dict[str, Any] | None) -> dict[str, Any]:
+    def _await_race(self, body: dict[str, Any], experiment: manifests.Experiment, job: dict[str, Any] | None,
+                    race_output: Future[tuple[dict[str, Any] | None, str | None]] | None = None) -> dict[str, Any]:
         job_name = names.job_name(experiment.name)
         job = job or self.kube.get_job(experiment.namespace, job_name)
         if job is None:
@@ -251,16 +255,12 @@ class Reconciler:
         if failed and failed.get("reason") == "DeadlineExceeded":
             timeout = experiment.spec.rally.race_timeout_seconds
             return self._finish(body, experiment, False, "RaceTimeout", f"The race did not finish within {timeout}s")
-        pod = self.kube.job_pod(experiment.namespace, job_name)
+        pod, log = race_output.result() if race_output else self._race_output(experiment.namespace, job_name)
         if pod is None:
             return self._finish(body, experiment, False, "ResultsUnavailable", f"The pod of Job {job_name} is gone")
-        # Read while the log is: the results wait for both, not for one after the other. (Wasted on
-        # a race that ends without results, which is rare.)
+        # Read while the report is decoded and stored. (Wasted on a race that ends without results,
+        # which is rare.)
         environment = self.side_reads.submit(self._kubernetes_environment, experiment, pod)
-        try:
-            log = self.kube.pod_log(experiment.namespace, pod["metadata"]["name"])
-        except Exception as error:  # the kubelet may be briefly unreachable: try again on resync
-            raise RetryLater(f"Cannot read the log of {pod['metadata']['name']} yet: {error}") from error
         try:
             report = decode_report(log)
         except UnreadableReport as error:
@@ -270,6 +270,16 @@ class Reconciler:
             message = f"Rally Job {job_name} ended (exit code {exit_code}) without a report. Log tail:\n"
             return self._finish(body, experiment, False, "JobFailed", message + status.log_excerpt(log))
         return self._collect(body, experiment, report, environment)
+
+    def _race_output(self, namespace: str, job_name: str) -> tuple[dict[str, Any] | None, str | None]:
+        """The pod of an ended Job (None when it is gone) and its log."""
+        pod = self.kube.job_pod(namespace, job_name)
+        if pod is None:
+            return None, None
+        try:
+            return pod, self.kube.pod_log(namespace, pod["metadata"]["name"])
+        except Exception as error:  # the kubelet may be briefly unreachable: try again on resync
+            raise RetryLater(f"Cannot read the log of {pod['metadata']['name']} yet: {error}") from error
 
     def _collect(self, body: dict[str, Any], experiment: manifests.Experiment, report: RaceReport,
                  kubernetes: Future[tuple[KubernetesEnvironment, Exception | None]]) -> dict[str, Any]:
