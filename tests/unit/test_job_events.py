@@ -216,8 +216,8 @@ class RaceJustEnded:
 
 
 def test_the_end_of_a_race_is_read_alongside_its_experiment():
-    """The results step's reads do not wait for each other: the pod and its log, then the report's
-    storing, are what it waits for, not the Experiment's read first."""
+    """The Experiment is read while the race's pod and log are: the results step does not wait for
+    one read after the other."""
     kube = RaceJustEnded()
     ended = {"metadata": {"name": "exp-rally", "ownerReferences": [{"uid": "exp-uid"}]},
              "status": {"conditions": [{"type": "Failed", "status": "True"}]}}
