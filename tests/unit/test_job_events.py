@@ -106,17 +106,22 @@ def test_a_reconcile_that_ends_early_leaves_the_tracking_as_it_was(monkeypatch, 
     assert key in handlers._tracked
 
 
+def experiment_body(**status) -> dict:
+    """Experiment exp in namespace ns, with that status. Created in the future: no wait of it is
+    ever over."""
+    return {"metadata": {"name": "exp", "namespace": "ns", "uid": "exp-uid", "generation": 1,
+                         "creationTimestamp": "2999-01-01T00:00:00Z"},
+            "spec": {"elasticsearch": {"version": "8.15.3"}, "workload": {"track": "smoke"}},
+            "status": status}
+
+
 class ProvisioningExperiment:
     """Stands in for Kube (the calls of the wait for a cluster, answered from memory as Kube returns
     them): an Experiment waiting for its own cluster, which is not ready yet. No Job of its name
     exists unless one is given, which then ended (made before a crash, its race has run)."""
 
     def __init__(self, ended_job: bool = False):
-        # Created in the future: no wait of it is ever over.
-        self.experiment = {"metadata": {"name": "exp", "namespace": "ns", "uid": "exp-uid", "generation": 1,
-                                        "creationTimestamp": "2999-01-01T00:00:00Z"},
-                           "spec": {"elasticsearch": {"version": "8.15.3"}, "workload": {"track": "smoke"}},
-                           "status": {"phase": "Provisioning"}}
+        self.experiment = experiment_body(phase="Provisioning")
         self.reads: list[str] = []
         self.jobs: list[dict] = []
         self.ended_job = ended_job
@@ -191,10 +196,7 @@ class RaceJustEnded:
 
     def __init__(self):
         self.log_read = threading.Event()
-        self.experiment = {"metadata": {"name": "exp", "namespace": "ns", "uid": "exp-uid", "generation": 1,
-                                        "creationTimestamp": "2999-01-01T00:00:00Z"},
-                           "spec": {"elasticsearch": {"version": "8.15.3"}, "workload": {"track": "smoke"}},
-                           "status": {"phase": "Benchmarking", "clusterUID": "exp-uid-cluster"}}
+        self.experiment = experiment_body(phase="Benchmarking", clusterUID="exp-uid-cluster")
 
     def get_experiment(self, namespace, name):
         assert self.log_read.wait(10), "the race's log is read only after the Experiment"
