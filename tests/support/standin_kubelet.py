@@ -9,7 +9,7 @@ the kubelet's share of the work, through the same APIs a kubelet uses:
 * serves GET /containerLogs/{namespace}/{pod}/{container} over HTTPS, the endpoint
   kube-apiserver proxies `pods/log` to, so `kubectl logs` / read_namespaced_pod_log work
   through the real API server (which verifies this server's certificate), over connections
-  kept open as a kubelet keeps them;
+  kept open and without Nagle's algorithm, as a kubelet (Go's net/http) keeps them;
 * reports Pod status (Running, then Succeeded/Failed with container exit codes) via the
   pods/status subresource, so the REAL Job controller decides Complete/Failed;
 * finishes graceful deletion of Pods bound to its node (a Pod bound to a node stays
@@ -26,11 +26,13 @@ import datetime
 import json
 import logging
 import os
+import socket
 import ssl
 import tempfile
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import NamedTuple
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from kubernetes import client
@@ -70,16 +72,25 @@ class _LogStore:
             return self._logs.get((namespace, pod, container))
 
 
-def _log_handler(store: _LogStore, peers: list[tuple[str, int]]) -> type[BaseHTTPRequestHandler]:
+class LogRequest(NamedTuple):
+    peer: tuple[str, int]  # the same for many requests: a kept connection
+    no_delay: bool  # TCP_NODELAY on the connection it came over
+
+
+def _log_handler(store: _LogStore, requests: list[LogRequest]) -> type[BaseHTTPRequestHandler]:
     class ContainerLogsHandler(BaseHTTPRequestHandler):
         """The kubelet's /containerLogs endpoint, answering from the in-memory store."""
 
         # A kubelet (Go's net/http) keeps connections open. HTTP/1.0, the default here, closes
         # each one, and the API server would then make a TLS handshake for every log read.
         protocol_version = "HTTP/1.1"
+        # Go also sets TCP_NODELAY on every connection. With Nagle's algorithm on, the body of each
+        # answer, written after its headers, waits for the API server's delayed ACK: 40 ms a read.
+        disable_nagle_algorithm = True
 
         def do_GET(self) -> None:
-            peers.append(self.client_address)
+            no_delay = bool(self.connection.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            requests.append(LogRequest(self.client_address, no_delay))
             url = urlsplit(self.path)
             parts = [unquote(p) for p in url.path.strip("/").split("/")]
             if len(parts) != 4 or parts[0] != "containerLogs":
@@ -125,8 +136,7 @@ class StandinKubelet:
         self.node_name = node_name
         self.port: int | None = None
         self._logs = _LogStore()
-        # Where each log request came from: one address for many requests is a kept connection.
-        self.log_peers: list[tuple[str, int]] = []
+        self.log_requests: list[LogRequest] = []
         self._server: ThreadingHTTPServer | None = None
         self._threads: list[threading.Thread] = []
         self._stopping = threading.Event()
@@ -185,7 +195,7 @@ class StandinKubelet:
         with tempfile.TemporaryDirectory(prefix="esbench-standin-kubelet-") as directory:
             cert_path, key_path = pair.write(Path(directory), "kubelet")
             context.load_cert_chain(cert_path, key_path)
-        self._server = ThreadingHTTPServer((NODE_IP, 0), _log_handler(self._logs, self.log_peers))
+        self._server = ThreadingHTTPServer((NODE_IP, 0), _log_handler(self._logs, self.log_requests))
         self._server.daemon_threads = True
         self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
         self.port = self._server.server_address[1]
