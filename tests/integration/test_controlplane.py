@@ -85,6 +85,21 @@ def test_the_api_server_reads_logs_over_one_kept_connection_without_nagle(api, n
     assert all(r.no_delay for r in requests), requests
 
 
+def test_the_kubelet_keeps_its_connection_to_the_api_server(api, namespace, standin_kubelet):
+    """As a real kubelet (one connection, kept open): an answer the stand-in left unread closed its
+    connection, and each pod it finished made the API server accept two new TLS connections."""
+    batch = client.BatchV1Api(api)
+    for name in ("kept-1", "kept-2", "kept-3"):
+        batch.create_namespaced_job(namespace, job_manifest(name))
+    standin_kubelet.finish_job_pod(namespace, "kept-1", log="done\n")  # may open the one it keeps
+    opened = standin_kubelet.api_connections_opened
+
+    for name in ("kept-2", "kept-3"):
+        standin_kubelet.finish_job_pod(namespace, name, log="done\n")
+
+    assert standin_kubelet.api_connections_opened == opened
+
+
 def test_failing_pod_fails_the_job(api, namespace, standin_kubelet):
     batch = client.BatchV1Api(api)
     batch.create_namespaced_job(namespace, job_manifest("fails", backoff_limit=0))

@@ -54,8 +54,16 @@ def _now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _json(response) -> dict:
-    return json.loads(response.data)
+def _json(method, *args, **kwargs) -> dict:
+    """METHOD's answer as the server's JSON (dicts), without the client's model classes."""
+    return json.loads(_read(method, *args, **kwargs))
+
+
+def _read(method, *args, **kwargs) -> bytes:
+    """Calls METHOD (a call of the client's API classes) and reads its raw answer whole: an answer
+    left unread closes its connection, and the next call opens a new TLS connection, which a
+    kubelet (one connection, kept open) never makes the API server accept."""
+    return method(*args, _preload_content=False, **kwargs).data
 
 
 class _LogStore:
@@ -175,7 +183,7 @@ class StandinKubelet:
         self._threads.clear()
         if self._api_client is not None:
             try:
-                self.core.delete_node(self.node_name, _preload_content=False)
+                _read(self.core.delete_node, self.node_name)
             except Exception:  # the control plane may already be gone; nothing to clean then
                 pass
             self._api_client.close()
@@ -215,7 +223,7 @@ class StandinKubelet:
             },
         }
         try:
-            self.core.create_node(node, _preload_content=False)
+            _read(self.core.create_node, node)
         except ApiException as error:
             if error.status != 409:
                 raise
@@ -245,9 +253,15 @@ class StandinKubelet:
                 },
             }
         }
-        self.core.patch_node_status(self.node_name, status, _content_type=_STRATEGIC_MERGE, _preload_content=False)
+        _read(self.core.patch_node_status, self.node_name, status, _content_type=_STRATEGIC_MERGE)
 
     # -- what tests call ---------------------------------------------------------------
+
+    @property
+    def api_connections_opened(self) -> int:
+        """How many connections to the API server the pod and node calls have opened so far."""
+        pools = self._api_client.rest_client.pool_manager.pools
+        return sum(pools[key].num_connections for key in pools.keys())
 
     def set_log(self, namespace: str, pod: str, container: str, text: str) -> None:
         """Set what the container's log (as served to kube-apiserver) contains."""
@@ -316,7 +330,7 @@ class StandinKubelet:
 
         def job_uid() -> str | None:
             try:
-                return _json(self.batch.read_namespaced_job(job_name, namespace, _preload_content=False))["metadata"]["uid"]
+                return _json(self.batch.read_namespaced_job, job_name, namespace)["metadata"]["uid"]
             except ApiException as error:
                 if error.status == 404:
                     return None
@@ -325,9 +339,8 @@ class StandinKubelet:
         uid = wait_for(job_uid, timeout, f"Job {namespace}/{job_name}", interval=0.1)
 
         def live_pod() -> dict | None:
-            pods = _json(self.core.list_namespaced_pod(
-                namespace, label_selector=f"batch.kubernetes.io/controller-uid={uid}", _preload_content=False
-            ))["items"]
+            pods = _json(self.core.list_namespaced_pod, namespace,
+                         label_selector=f"batch.kubernetes.io/controller-uid={uid}")["items"]
             live = [
                 p for p in pods
                 if not p["metadata"].get("deletionTimestamp")
@@ -346,8 +359,8 @@ class StandinKubelet:
             )
             # The server answers a Binding create with a Status, which the client can't
             # parse as V1Binding: read the raw response instead.
-            self.core.create_namespaced_pod_binding(pod["metadata"]["name"], namespace, binding, _preload_content=False)
-            pod = _json(self.core.read_namespaced_pod(pod["metadata"]["name"], namespace, _preload_content=False))
+            _read(self.core.create_namespaced_pod_binding, pod["metadata"]["name"], namespace, binding)
+            pod = _json(self.core.read_namespaced_pod, pod["metadata"]["name"], namespace)
         return pod
 
     @staticmethod
@@ -398,9 +411,8 @@ class StandinKubelet:
 
     def _patch_status(self, namespace: str, name: str, status: dict) -> None:
         # Strategic merge, like the kubelet's status manager (lists merge by name/type).
-        self.core.patch_namespaced_pod_status(
-            name, namespace, {"status": status}, _content_type=_STRATEGIC_MERGE, _preload_content=False
-        )
+        _read(self.core.patch_namespaced_pod_status, name, namespace, {"status": status},
+              _content_type=_STRATEGIC_MERGE)
 
     def _finish_pod_deletions(self) -> None:
         """Kubelet duty: a Pod bound to a node is only removed once its kubelet has killed
@@ -435,14 +447,10 @@ class StandinKubelet:
                         for c in pod["spec"]["containers"]
                     ],
                 )
-                core.patch_namespaced_pod_status(
-                    name, namespace, {"status": status}, _content_type=_STRATEGIC_MERGE, _preload_content=False
-                )
-            core.delete_namespaced_pod(
-                name, namespace, grace_period_seconds=0,
-                body={"gracePeriodSeconds": 0, "preconditions": {"uid": pod["metadata"]["uid"]}},
-                _preload_content=False,
-            )
+                _read(core.patch_namespaced_pod_status, name, namespace, {"status": status},
+                      _content_type=_STRATEGIC_MERGE)
+            _read(core.delete_namespaced_pod, name, namespace, grace_period_seconds=0,
+                  body={"gracePeriodSeconds": 0, "preconditions": {"uid": pod["metadata"]["uid"]}})
         except ApiException as error:
             if error.status not in (404, 409):  # already gone, or replaced by a new Pod
                 raise
