@@ -3,12 +3,11 @@ kubelet doing only the kubelet's part."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from tests.support.answers import read_json
 from tests.support.waiting import wait_for
 
 
@@ -30,7 +29,7 @@ def job_manifest(name: str, backoff_limit: int = 0) -> dict:
 
 
 def job_condition(batch: client.BatchV1Api, namespace: str, name: str, kind: str) -> bool:
-    job = json.loads(batch.read_namespaced_job(name, namespace, _preload_content=False).data)
+    job = read_json(batch.read_namespaced_job, name, namespace)
     conditions = (job.get("status") or {}).get("conditions") or []
     return any(c["type"] == kind and c["status"] == "True" for c in conditions)
 

@@ -33,6 +33,7 @@ import yaml
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
+from .answers import read, read_json
 from .pki import CertificateAuthority, KeyPair, service_account_signing_key
 from .processes import tied_to_test_run
 from .waiting import wait_for
@@ -386,7 +387,7 @@ class ControlPlane:
                     raise ControlPlaneError(f"kube-apiserver rejected the CRD in {path}:\n{message}") from None
 
             def established(name: str) -> bool:
-                status = json.loads(api.read_custom_resource_definition(name, _preload_content=False).data).get("status") or {}
+                status = read_json(api.read_custom_resource_definition, name).get("status") or {}
                 return any(c["type"] == "Established" and c["status"] == "True" for c in status.get("conditions") or [])
 
             for crd in crds:
@@ -399,14 +400,14 @@ class ControlPlane:
     def _create_or_replace_crd(api: client.ApiextensionsV1Api, crd: dict) -> None:
         name = crd["metadata"]["name"]
         try:
-            # _preload_content=False: no need to parse 1.5 MB back into models.
-            api.create_custom_resource_definition(crd, _preload_content=False)
+            # As JSON: no need to parse 1.5 MB back into models.
+            read(api.create_custom_resource_definition, crd)
         except ApiException as error:
             if error.status != 409:
                 raise
-            existing = json.loads(api.read_custom_resource_definition(name, _preload_content=False).data)
+            existing = read_json(api.read_custom_resource_definition, name)
             crd = {**crd, "metadata": {**crd["metadata"], "resourceVersion": existing["metadata"]["resourceVersion"]}}
-            api.replace_custom_resource_definition(name, crd, _preload_content=False)
+            read(api.replace_custom_resource_definition, name, crd)
 
     def create_namespace(self, prefix: str = "esbench-test-", timeout: float = 30.0) -> str:
         """Create a uniquely named namespace; return once its `default` ServiceAccount exists
@@ -434,7 +435,7 @@ class ControlPlane:
                 for process in self._processes:
                     process.check_running()
                 try:
-                    core.read_namespaced_service_account("default", namespace, _preload_content=False)
+                    read(core.read_namespaced_service_account, "default", namespace)
                     return True
                 except ApiException as error:
                     if error.status != 404:

@@ -9,13 +9,14 @@ dies. Objects are the API server's JSON (dicts).
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections.abc import Callable
 from typing import Any
 
 from kubernetes import watch
+
+from .answers import read_json
 
 logger = logging.getLogger(__name__)
 
@@ -28,7 +29,7 @@ def reflect(list_call: Callable[..., Any], *args: Any, on_event: Handler, stoppi
     until `stopping` is set. `timeout_seconds` bounds how long stop takes to be noticed."""
     while not stopping.is_set():
         try:
-            listed = json.loads(list_call(*args, _preload_content=False, **kwargs).data)
+            listed = read_json(list_call, *args, **kwargs)
             for item in listed["items"]:
                 on_event("ADDED", item)
             version = listed["metadata"]["resourceVersion"]

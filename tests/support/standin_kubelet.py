@@ -23,7 +23,6 @@ code. Everything else (Job controller, garbage collector, ...) stays the real th
 from __future__ import annotations
 
 import datetime
-import json
 import logging
 import os
 import socket
@@ -39,6 +38,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from . import reflector
+from .answers import read, read_json
 from .controlplane import K8S_VERSION, ControlPlane
 from .waiting import wait_for
 
@@ -52,18 +52,6 @@ _KILLED_EXIT_CODE = 137
 
 def _now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _json(method, *args, **kwargs) -> dict:
-    """METHOD's answer as the server's JSON (dicts), without the client's model classes."""
-    return json.loads(_read(method, *args, **kwargs))
-
-
-def _read(method, *args, **kwargs) -> bytes:
-    """Calls METHOD (a call of the client's API classes) and reads its raw answer whole: an answer
-    left unread closes its connection, and the next call opens a new TLS connection, which a
-    kubelet (one connection, kept open) never makes the API server accept."""
-    return method(*args, _preload_content=False, **kwargs).data
 
 
 class _LogStore:
@@ -183,7 +171,7 @@ class StandinKubelet:
         self._threads.clear()
         if self._api_client is not None:
             try:
-                _read(self.core.delete_node, self.node_name)
+                read(self.core.delete_node, self.node_name)
             except Exception:  # the control plane may already be gone; nothing to clean then
                 pass
             self._api_client.close()
@@ -223,7 +211,7 @@ class StandinKubelet:
             },
         }
         try:
-            _read(self.core.create_node, node)
+            read(self.core.create_node, node)
         except ApiException as error:
             if error.status != 409:
                 raise
@@ -253,7 +241,7 @@ class StandinKubelet:
                 },
             }
         }
-        _read(self.core.patch_node_status, self.node_name, status, _content_type=_STRATEGIC_MERGE)
+        read(self.core.patch_node_status, self.node_name, status, _content_type=_STRATEGIC_MERGE)
 
     # -- what tests call ---------------------------------------------------------------
 
@@ -330,7 +318,7 @@ class StandinKubelet:
 
         def job_uid() -> str | None:
             try:
-                return _json(self.batch.read_namespaced_job, job_name, namespace)["metadata"]["uid"]
+                return read_json(self.batch.read_namespaced_job, job_name, namespace)["metadata"]["uid"]
             except ApiException as error:
                 if error.status == 404:
                     return None
@@ -339,7 +327,7 @@ class StandinKubelet:
         uid = wait_for(job_uid, timeout, f"Job {namespace}/{job_name}", interval=0.1)
 
         def live_pod() -> dict | None:
-            pods = _json(self.core.list_namespaced_pod, namespace,
+            pods = read_json(self.core.list_namespaced_pod, namespace,
                          label_selector=f"batch.kubernetes.io/controller-uid={uid}")["items"]
             live = [
                 p for p in pods
@@ -359,8 +347,8 @@ class StandinKubelet:
             )
             # The server answers a Binding create with a Status, which the client can't
             # parse as V1Binding: read the raw response instead.
-            _read(self.core.create_namespaced_pod_binding, pod["metadata"]["name"], namespace, binding)
-            pod = _json(self.core.read_namespaced_pod, pod["metadata"]["name"], namespace)
+            read(self.core.create_namespaced_pod_binding, pod["metadata"]["name"], namespace, binding)
+            pod = read_json(self.core.read_namespaced_pod, pod["metadata"]["name"], namespace)
         return pod
 
     @staticmethod
@@ -411,7 +399,7 @@ class StandinKubelet:
 
     def _patch_status(self, namespace: str, name: str, status: dict) -> None:
         # Strategic merge, like the kubelet's status manager (lists merge by name/type).
-        _read(self.core.patch_namespaced_pod_status, name, namespace, {"status": status},
+        read(self.core.patch_namespaced_pod_status, name, namespace, {"status": status},
               _content_type=_STRATEGIC_MERGE)
 
     def _finish_pod_deletions(self) -> None:
@@ -447,9 +435,9 @@ class StandinKubelet:
                         for c in pod["spec"]["containers"]
                     ],
                 )
-                _read(core.patch_namespaced_pod_status, name, namespace, {"status": status},
+                read(core.patch_namespaced_pod_status, name, namespace, {"status": status},
                       _content_type=_STRATEGIC_MERGE)
-            _read(core.delete_namespaced_pod, name, namespace, grace_period_seconds=0,
+            read(core.delete_namespaced_pod, name, namespace, grace_period_seconds=0,
                   body={"gracePeriodSeconds": 0, "preconditions": {"uid": pod["metadata"]["uid"]}})
         except ApiException as error:
             if error.status not in (404, 409):  # already gone, or replaced by a new Pod
