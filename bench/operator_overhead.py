@@ -17,7 +17,9 @@ over LATENCY_EXPERIMENTS Experiments, in batches; then four loads:
   LIFETIME_SECONDS, so that creates, provisions (by the stand-in ECK), readies and finishes all
   arrive at once, each at
   CONCURRENT_EXPERIMENTS / LIFETIME_SECONDS per second; each step's p95 is held to
-  TARGET_CONCURRENT_P95_SECONDS.
+  TARGET_CONCURRENT_P95_SECONDS. With it, how busy the cores were while the measured steps
+  began (the host's, each process's) and the CPU each Experiment cost the API server and the
+  operator: what a run's p95s were measured on, which moves from run to run with the host.
 - One ExperimentSweep of SWEEP_CELLS cells x SWEEP_REPETITIONS runs on one shared cluster: the
   hand-off from one run's end to the next run's Job (the sweep's own overhead per run), and the
   size of the sweep's status.
@@ -197,6 +199,28 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
 
 
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time of process PID so far."""
+    after_name = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(after_name[11]) + int(after_name[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def host_busy_seconds() -> float:
+    """CPU time all cores spent on anything but idling or waiting for I/O so far."""
+    ticks = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:9]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def cores_busy(start: float, end: float, pids: dict[str, int]) -> tuple[float, dict[str, float]]:
+    """Cores kept busy from START to END (time.monotonic()): on the whole host, and by each process
+    of PIDS (by name). Returns at END."""
+    time.sleep(max(0.0, start - time.monotonic()))  # pacing, not waiting for a condition
+    host, each = host_busy_seconds(), {name: cpu_seconds(pid) for name, pid in pids.items()}
+    time.sleep(max(0.0, end - time.monotonic()))
+    return ((host_busy_seconds() - host) / (end - start),
+            {name: (cpu_seconds(pid) - each[name]) / (end - start) for name, pid in pids.items()})
+
+
 def peak_rss_mib(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
@@ -317,12 +341,17 @@ def main() -> int:
             rate = CONCURRENT_EXPERIMENTS / LIFETIME_SECONDS
             live = [f"live-{i:04d}" for i in range(CONCURRENT_EXPERIMENTS + STEADY_MEASURED)]
             started = time.monotonic() + 1
-            with ThreadPoolExecutor(max_workers=4) as streams:
+            # The steps measured below all begin in this window: what kept the cores busy in it.
+            window = (started + CONCURRENT_EXPERIMENTS / rate, started + (CONCURRENT_EXPERIMENTS + STEADY_MEASURED) / rate)
+            pids = {**control_plane.pids(), "operator": operator.process.pid, "this bench and its stand-ins": os.getpid()}
+            with ThreadPoolExecutor(max_workers=5) as streams:
+                cpu = streams.submit(cores_busy, *window, pids)
                 for stream in [streams.submit(at_fixed_rate, pool, live, rate, partial(action, namespace=live_namespace),
                                               started + offset)
                                for action, offset in ((create, 0), (provision, PROVISIONED_AFTER_SECONDS),
                                                       (make_ready, LIFETIME_SECONDS / 2), (finish, LIFETIME_SECONDS))]:
                     stream.result()
+                host_cores, process_cores = cpu.result()
             failed += live_observer.failed(live, timeout=900)
             live_observer.stop.set()
             half = CONCURRENT_EXPERIMENTS // 2
@@ -332,6 +361,11 @@ def main() -> int:
             concurrent_p95, held_rate = print_steps(
                 live_observer, created, create_calls, ready, live[CONCURRENT_EXPERIMENTS:], live[half:half + STEADY_MEASURED],
                 live[:STEADY_MEASURED])
+            # Every step of an Experiment ran once per 1 / rate seconds: CPU per Experiment is cores / rate.
+            print(f"Cores busy while those steps began ({window[1] - window[0]:.0f}s): {host_cores:.2f} of "
+                  f"{os.cpu_count()} on the host; " + ", ".join(f"{name} {cores:.2f}" for name, cores in process_cores.items())
+                  + f". CPU per Experiment: kube-apiserver {process_cores['kube-apiserver'] / rate * 1000:.0f} ms, "
+                  f"operator {process_cores['operator'] / rate * 1000:.0f} ms")
 
             sweep_namespace = control_plane.create_namespace("bench-sweep-")
             sweep_observer = Observer(api_client, sweep_namespace)

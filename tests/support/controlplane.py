@@ -359,6 +359,10 @@ class ControlPlane:
         """A new admin ApiClient for this control plane (close it when done)."""
         return config.new_client_from_config(config_file=str(self.kubeconfig_path))
 
+    def pids(self) -> dict[str, int]:
+        """Each running component's process ID, by name (etcd, kube-apiserver, kube-controller-manager)."""
+        return {process.name: process.popen.pid for process in self._processes}
+
     def log_tail(self, component: str, lines: int = 40) -> str:
         """Last lines of etcd / kube-apiserver / kube-controller-manager output, for debugging."""
         return next(p for p in self._processes if p.name == component).log_tail(lines)
