@@ -4,11 +4,13 @@ cluster a reconcile takes from its event instead of reading it again."""
 
 import threading
 
+import kopf
 import pytest
 
+from esbench.api import models
 from esbench.controller import handlers
 from esbench.controller.config import Settings
-from esbench.controller.kube import Gone
+from esbench.controller.kube import ECK_GROUP, ECK_PLURAL, ECK_VERSION, Gone
 from esbench.controller.lifecycle import Reconciler, RetryLater, race_ended
 from tests.support.standin_eck import eck_status
 
@@ -27,6 +29,27 @@ def job(*conditions: tuple[str, str]) -> dict:
 ])
 def test_a_race_has_ended_once_the_job_controller_says_complete_or_failed(conditions, ended):
     assert race_ended(job(*conditions)) is ended
+
+
+def test_the_api_server_sends_the_operator_only_esbenchs_own_jobs_and_clusters():
+    """Filtered by the API server: the cluster's other Jobs and Elasticsearch clusters never reach
+    the operator, which would otherwise receive and parse each of their events only to drop them.
+    Every Experiment does, a sweep's runs too."""
+    settings = kopf.OperatorSettings()
+    handlers.tune(settings)
+    selectors = settings.watching.label_selectors
+    assert list(selectors.collect(kopf.Resource("batch", "v1", "jobs"))) == [handlers.EXPERIMENT_LABEL]
+    assert list(selectors.collect(kopf.Resource(ECK_GROUP, ECK_VERSION, ECK_PLURAL))) == [handlers.EXPERIMENT_LABEL]
+    assert not list(selectors.collect(kopf.Resource(models.GROUP, models.VERSION, models.PLURAL)))
+
+
+def test_kopf_builds_no_state_to_diff_events_against():
+    """Its default storage deep-copies each object of each event into a state that only change
+    handlers use, and the operator has none."""
+    settings = kopf.OperatorSettings()
+    handlers.tune(settings)
+    ended = {"metadata": {"labels": {handlers.EXPERIMENT_LABEL: "e"}}, "spec": {"template": {}}, **job(("Complete", "True"))}
+    assert settings.persistence.diffbase_storage.build(body=kopf.Body(ended)) == {}
 
 
 def test_only_a_jobs_end_or_deletion_reconciles_its_unfinished_experiment(monkeypatch):

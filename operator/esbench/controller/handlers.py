@@ -65,13 +65,38 @@ def _api_client() -> kubernetes.client.ApiClient:
     return BoundedApiClient(configuration)
 
 
-@kopf.on.startup()
-async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
-    global _reconciler, _sweep_reconciler
+class _NoDiffBase(kopf.DiffBaseStorage):
+    """No last-handled state: only event handlers are used (see above), and kopf diffs an object
+    against such a state for change handlers only. Its default storage still deep-copies every
+    object of every watch event to build one: 13 % of the operator's CPU samples in make bench's
+    steady state."""
+
+    def build(self, *, body: kopf.Body, extra_fields: Any = None) -> kopf.BodyEssence:
+        return kopf.BodyEssence()
+
+    def fetch(self, *, body: kopf.Body) -> kopf.BodyEssence | None:
+        return None
+
+    def store(self, *, body: kopf.Body, patch: kopf.Patch, essence: kopf.BodyEssence) -> None:
+        pass
+
+
+def tune(settings: kopf.OperatorSettings) -> None:
     # Handler failures become Warning Events on the Experiment; routine progress does not.
     settings.posting.level = logging.WARNING
     settings.execution.max_workers = SETTINGS.max_workers
     settings.watching.server_timeout = 300
+    # The API server sends only esbench's own Jobs and clusters: the operator neither receives nor
+    # parses the events of every other Job and Elasticsearch in the cluster to filter them itself.
+    settings.watching.label_selectors["batch", "v1", "jobs"] = EXPERIMENT_LABEL
+    settings.watching.label_selectors[ECK_GROUP, ECK_VERSION, ECK_PLURAL] = EXPERIMENT_LABEL
+    settings.persistence.diffbase_storage = _NoDiffBase()
+
+
+@kopf.on.startup()
+async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
+    global _reconciler, _sweep_reconciler
+    tune(settings)
     # The kubelet probes liveness every few seconds; those requests are not news.
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
     kube = Kube(_api_client())
