@@ -328,7 +328,7 @@ class StandinKubelet:
 
         def live_pod() -> dict | None:
             pods = read_json(self.core.list_namespaced_pod, namespace,
-                         label_selector=f"batch.kubernetes.io/controller-uid={uid}")["items"]
+                             label_selector=f"batch.kubernetes.io/controller-uid={uid}")["items"]
             live = [
                 p for p in pods
                 if not p["metadata"].get("deletionTimestamp")
@@ -400,7 +400,7 @@ class StandinKubelet:
     def _patch_status(self, namespace: str, name: str, status: dict) -> None:
         # Strategic merge, like the kubelet's status manager (lists merge by name/type).
         read(self.core.patch_namespaced_pod_status, name, namespace, {"status": status},
-              _content_type=_STRATEGIC_MERGE)
+             _content_type=_STRATEGIC_MERGE)
 
     def _finish_pod_deletions(self) -> None:
         """Kubelet duty: a Pod bound to a node is only removed once its kubelet has killed
@@ -436,9 +436,9 @@ class StandinKubelet:
                     ],
                 )
                 read(core.patch_namespaced_pod_status, name, namespace, {"status": status},
-                      _content_type=_STRATEGIC_MERGE)
+                     _content_type=_STRATEGIC_MERGE)
             read(core.delete_namespaced_pod, name, namespace, grace_period_seconds=0,
-                  body={"gracePeriodSeconds": 0, "preconditions": {"uid": pod["metadata"]["uid"]}})
+                 body={"gracePeriodSeconds": 0, "preconditions": {"uid": pod["metadata"]["uid"]}})
         except ApiException as error:
             if error.status not in (404, 409):  # already gone, or replaced by a new Pod
                 raise
