@@ -34,7 +34,7 @@ def test_disk_reads_of_a_task_move_only_when_the_page_cache_cannot_hold_the_stor
     reads_cached = {t.task: t for t in cached.report.results.tasks}[PASS].resources.io_read_bytes
 
     cache_left = 32 * MiB
-    limit = cluster.memory.anonymous_bytes() + cache_left
+    limit = cluster.memory.unreclaimable_bytes() + cache_left
     cluster.memory.set_limit(limit)
     try:
         bound = race(spec([PASS]), cluster.url)  # the index of the first race, searched again

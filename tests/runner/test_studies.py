@@ -63,19 +63,23 @@ MiB = 2**20
 
 
 def test_002_random_hits_read_the_disk_when_the_store_is_several_times_the_page_cache(clusters, race):
-    """Reduced: 100000 events of about 2.4 KB, 5 s at 10 requests/s from 4 clients (the study:
-    700000 events, 120 s at 8/s), best_compression on the study's version (9.2.4: zstd, as in the
-    seed; its integ-test-zip lacks `GET /` and needs Java 21, so this also proves that esbench
-    adds the one and finds the other). The node runs in a memory cgroup of its own
-    (as root); its limit is lowered only for the searches, to what the node holds plus 32 MiB:
-    the page cache gets at most that, shared with the JVM's own mapped files, less as the heap
-    touches more of itself (less room would let the heap's growth kill the node). Indexing
+    """Reduced: 170000 events of about 2.4 KB, 5 s at the study's 8 requests/s from 4 clients
+    (the study: 700000 events, 120 s), best_compression on the study's version (9.2.4: zstd, as
+    in the seed; its integ-test-zip lacks `GET /` and needs Java 21, so this also proves that
+    esbench adds the one and finds the other). The node runs in a memory cgroup of its own (as
+    root); its limit is lowered only for the searches, to what reclaim cannot take from it
+    (heap, native and kernel memory) plus 64 MiB: the page cache gets about that, shared with
+    the JVM's own mapped files (less room would let the heap's growth kill the node). Indexing
     under a tight limit could push the node's native memory over it. This node keeps the
-    suite's mmap setting (off); the study turns it on. Rally counts throughput in 1 s buckets:
-    at 10/s a bucket is 10 % off by one request."""
-    rate, period, warmup = 10, 5, 2
+    suite's mmap setting (off); the study turns it on.
+
+    A fixed rate is only measured if it is held: each client sends every 500 ms. On 2 cores the
+    hits' service time is p90 120-140 ms and at most 170 ms here (a store of 204 MiB); with 32 MiB
+    of cache over a store of 120 MiB, a similar ratio, p50 swung from 95 to 302 ms from run to
+    run, as more or less of the JVM's own mapped files stayed cached."""
+    rate, period, warmup = 8, 5, 2
     spec = study_spec("002-best-compression-io/experiment-best-compression.yaml",
-                      trackParams={"doc_count": 100000, "seed": 7, "message_bytes": 2000},
+                      trackParams={"doc_count": 170000, "seed": 7, "message_bytes": 2000},
                       load={"targetThroughput": rate, "clients": 4, "timePeriodSeconds": period,
                             "warmupTimePeriodSeconds": warmup})
     cluster = clusters.get(spec["elasticsearch"]["version"])
@@ -85,10 +89,10 @@ def test_002_random_hits_read_the_disk_when_the_store_is_several_times_the_page_
     indexed = race({**spec, "workload": {**spec["workload"], "includeTasks": CODEC_SETUP}}, cluster.url)
     assert indexed.exit_code == 0, indexed.output
     store = indexed.report.results.cluster.store_size_bytes
-    cache_left = 32 * MiB
+    cache_left = 64 * MiB
     assert store > 3 * cache_left, "the store must be several times the page cache left"
 
-    cluster.memory.set_limit(cluster.memory.anonymous_bytes() + cache_left)
+    cluster.memory.set_limit(cluster.memory.unreclaimable_bytes() + cache_left)
     try:
         searched = race({**spec, "workload": {**spec["workload"], "includeTasks": ["random-hits", "count-errors"]}},
                         cluster.url)
@@ -98,7 +102,7 @@ def test_002_random_hits_read_the_disk_when_the_store_is_several_times_the_page_
     tasks = {t.task: t for t in searched.report.results.tasks}
     hits, control = tasks["random-hits"], tasks["count-errors"]
     print(f"store {store / MiB:.1f} MiB; random-hits {hits.throughput.median} ops/s, service p50 "
-          f"{hits.service_time.p50} ms, reads {hits.resources.io_read_bytes / MiB:.1f} MiB in "
+          f"{hits.service_time.p50} ms, p90 {hits.service_time.p90} ms, reads {hits.resources.io_read_bytes / MiB:.1f} MiB in "
           f"{hits.resources.io_read_operations} operations; count-errors {control.resources.io_read_bytes / MiB:.1f} MiB")
     assert hits.throughput.median == pytest.approx(rate, rel=0.1)
     # Hits scattered over a store that does not fit: most requests go to the disk.

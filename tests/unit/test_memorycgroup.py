@@ -11,7 +11,7 @@ def as_root(monkeypatch):
     monkeypatch.setattr(memorycgroup.os, "geteuid", lambda: 0)
 
 
-def test_v1_limits_are_bytes_or_minus_one_and_anonymous_memory_is_total_rss(tmp_path, as_root):
+def test_v1_limits_are_bytes_or_minus_one_and_what_reclaim_cannot_take_is_usage_less_file_pages(tmp_path, as_root):
     (tmp_path / "memory").mkdir()
     (tmp_path / "memory" / "memory.limit_in_bytes").write_text("9223372036854771712")
     group = memorycgroup.MemoryCgroup.create(root=tmp_path)
@@ -20,8 +20,11 @@ def test_v1_limits_are_bytes_or_minus_one_and_anonymous_memory_is_total_rss(tmp_
     assert (group.path / "memory.limit_in_bytes").read_text() == str(512 * 2**20)
     group.set_limit(None)
     assert (group.path / "memory.limit_in_bytes").read_text() == "-1"
-    (group.path / "memory.stat").write_text("cache 100\nrss 5\ntotal_cache 100\ntotal_rss 700\n")
-    assert group.anonymous_bytes() == 700
+    # Kernel memory is charged to usage, not to rss: it counts, the file pages do not.
+    (group.path / "memory.usage_in_bytes").write_text("1000\n")
+    (group.path / "memory.stat").write_text(
+        "active_file 1\ninactive_file 2\ntotal_rss 700\ntotal_active_file 100\ntotal_inactive_file 50\n")
+    assert group.unreclaimable_bytes() == 850
 
 
 def test_v2_limits_are_bytes_or_max(tmp_path, as_root):
@@ -30,8 +33,12 @@ def test_v2_limits_are_bytes_or_max(tmp_path, as_root):
     assert group.path.parent == tmp_path and group.v2
     group.set_limit(None)
     assert (group.path / "memory.max").read_text() == "max"
-    (group.path / "memory.stat").write_text("anon 4096\nfile 8192\n")
-    assert group.anonymous_bytes() == 4096
+    (group.path / "memory.current").write_text("20000\n")
+    (group.path / "memory.stat").write_text("anon 4096\nfile 8192\nkernel 7000\nactive_file 5000\ninactive_file 3000\n")
+    assert group.unreclaimable_bytes() == 12000
+    (group.path / "memory.stat").write_text("anon 4096\n")
+    with pytest.raises(memorycgroup.Unavailable, match="active_file"):
+        group.unreclaimable_bytes()
 
 
 def test_without_root_or_a_memory_controller_a_limit_cannot_be_honoured(tmp_path, monkeypatch):

@@ -65,14 +65,19 @@ class MemoryCgroup:
         else:
             (self.path / "memory.limit_in_bytes").write_text("-1" if limit_bytes is None else str(limit_bytes))
 
-    def anonymous_bytes(self) -> int:
-        """Memory that cannot be reclaimed without swap (the JVM's heap and native memory)."""
-        key = "anon" if self.v2 else "total_rss"
-        for line in (self.path / "memory.stat").read_text().splitlines():
-            name, value = line.split()
-            if name == key:
-                return int(value)
-        raise Unavailable(f"{self.path / 'memory.stat'} has no {key}")
+    def unreclaimable_bytes(self) -> int:
+        """What the cgroup holds that reclaim cannot take back without swap: its whole usage
+        (the JVM's heap and native memory, and kernel memory, also charged here) less its file
+        pages. A limit of this plus N leaves the page cache about N; a base of anonymous memory
+        alone would let kernel memory eat into N."""
+        usage = int((self.path / ("memory.current" if self.v2 else "memory.usage_in_bytes")).read_text())
+        prefix = "" if self.v2 else "total_"
+        fields = dict(line.split() for line in (self.path / "memory.stat").read_text().splitlines())
+        try:
+            files = int(fields[f"{prefix}active_file"]) + int(fields[f"{prefix}inactive_file"])
+        except KeyError as missing:
+            raise Unavailable(f"{self.path / 'memory.stat'} has no {missing}") from None
+        return usage - files
 
     def remove(self, timeout: float = 10.0) -> None:
         """Once every process has left it (an exiting JVM takes a moment)."""
