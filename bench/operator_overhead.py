@@ -262,7 +262,7 @@ def main() -> int:
             def provision(name: str, namespace: str = namespace) -> None:
                 eck.provision(namespace, name)
 
-            def make_ready(name: str, namespace: str = namespace) -> None:
+            def become_ready(name: str, namespace: str = namespace) -> None:
                 eck.become_ready(namespace, name)
                 ready[name] = time.monotonic()
 
@@ -277,7 +277,7 @@ def main() -> int:
                 observer.wait("es", batch)
                 list(pool.map(provision, batch))
                 for name in batch:
-                    make_ready(name)
+                    become_ready(name)
                 observer.wait("job", batch)
                 list(pool.map(finish, batch))
                 failed += observer.failed(batch)
@@ -296,7 +296,7 @@ def main() -> int:
             at_fixed_rate(pool, probes, ARRIVAL_RATE, create)
             observer.wait("es", probes, timeout=900)
             at_fixed_rate(pool, in_flight, ARRIVAL_RATE, provision)
-            at_fixed_rate(pool, in_flight, ARRIVAL_RATE, make_ready)
+            at_fixed_rate(pool, in_flight, ARRIVAL_RATE, become_ready)
             observer.wait("job", in_flight, timeout=900)
             at_fixed_rate(pool, in_flight, ARRIVAL_RATE, finish)
             failed += observer.failed(in_flight, timeout=900)
@@ -313,7 +313,7 @@ def main() -> int:
             observer.wait("es", burst, timeout=900)
             drained = time.monotonic() - started
             list(pool.map(provision, burst))
-            list(pool.map(make_ready, burst))
+            list(pool.map(become_ready, burst))
             observer.wait("job", burst, timeout=900)
             list(pool.map(finish, burst))
             failed += observer.failed(burst, timeout=900)
@@ -349,7 +349,7 @@ def main() -> int:
                 for stream in [streams.submit(at_fixed_rate, pool, live, rate, partial(action, namespace=live_namespace),
                                               started + offset)
                                for action, offset in ((create, 0), (provision, PROVISIONED_AFTER_SECONDS),
-                                                      (make_ready, LIFETIME_SECONDS / 2), (finish, LIFETIME_SECONDS))]:
+                                                      (become_ready, LIFETIME_SECONDS / 2), (finish, LIFETIME_SECONDS))]:
                     stream.result()
                 host_cores, process_cores = cpu.result()
             failed += live_observer.failed(live, timeout=900)
