@@ -12,8 +12,8 @@ over LATENCY_EXPERIMENTS Experiments, in batches; then four loads:
 - CONCURRENT_EXPERIMENTS created at once, reported as a throughput (a burst of N creates could
   only meet a per-Experiment latency target if the operator drained N per target interval), with
   the operator's peak RSS (VmHWM).
-- The steady state the target is about, once the garbage collector has removed what the
-  stresses left: CONCURRENT_EXPERIMENTS in flight, each living
+- The steady state the target is about, once the stresses' namespace has been deleted with all
+  it held: CONCURRENT_EXPERIMENTS in flight, each living
   LIFETIME_SECONDS, so that creates, provisions (by the stand-in ECK), readies and finishes all
   arrive at once, each at
   CONCURRENT_EXPERIMENTS / LIFETIME_SECONDS per second; each step's p95 is held to
@@ -25,6 +25,9 @@ over LATENCY_EXPERIMENTS Experiments, in batches; then four loads:
   size of the sweep's status.
 ECK's controller and the kubelet are stood in for as in the integration tests; the API server,
 controller-manager and operator process are real, and all of them share this machine's cores.
+The operator acts as the chart's ServiceAccount (its token, its RBAC, its admission policy), as
+it would in a cluster: not as the test harness's admin, whose client certificate the API server
+verifies at every request and whose group skips RBAC.
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ from esbench.runner.results import summarize  # noqa: E402
 from tests.support import reflector  # noqa: E402
 from tests.support.controlplane import ControlPlane, eck_crd_path  # noqa: E402
 from tests.support.experiments import successful_race_json  # noqa: E402
+from tests.support.helm import Helm, helm_binary_path, operator_access  # noqa: E402
 from tests.support.operator_process import OperatorProcess  # noqa: E402
 from tests.support.standin_eck import StandinEck  # noqa: E402
 from tests.support.standin_kubelet import StandinKubelet  # noqa: E402
@@ -72,7 +76,6 @@ TARGET_P95_SECONDS = 1.0
 TARGET_CONCURRENT_P95_SECONDS = 0.25  # each step in the steady state of CONCURRENT_EXPERIMENTS in flight
 TARGET_STATUS_BYTES = 512 * 1024  # etcd takes 1.5 MiB per object; leave room
 TARGET_RSS_MIB = 300
-ECK_CHILDREN = "common.k8s.elastic.co/type=elasticsearch"  # what the stand-in ECK makes for a cluster
 
 
 class Observer:
@@ -233,15 +236,17 @@ def main() -> int:
     log = "\n".join(encode_report(RaceReport(succeeded=True, results=summarize(race_json), race_json=race_json)))
     crds = [eck_crd_path(), *sorted((ROOT / "crds").glob("*.yaml"))]
     # The Job controller must finish Jobs at the fixed rate: it gets the API rate that takes.
-    with ControlPlane(crd_paths=crds, controller_api_qps=100) as control_plane, StandinKubelet(control_plane) as kubelet:
+    helm = Helm(helm_binary_path(), ROOT / "charts" / "esbench", Path(tempfile.mkdtemp()))
+    with (ControlPlane(crd_paths=crds, controller_api_qps=100) as control_plane, StandinKubelet(control_plane) as kubelet,
+          operator_access(helm, control_plane, control_plane.create_namespace("esbench-system-")) as operator_kubeconfig):
         api_client = control_plane.api_client()
         custom = client.CustomObjectsApi(api_client)
         core = client.CoreV1Api(api_client)
         eck = StandinEck(api_client)
         namespace = control_plane.create_namespace("bench-")
         observer = Observer(api_client, namespace)
-        operator = OperatorProcess(Path(control_plane.kubeconfig_path),
-                                   Path(tempfile.mkdtemp()) / "operator.log", ESBENCH_RESYNC_SECONDS="10").start()
+        operator = OperatorProcess(operator_kubeconfig, Path(tempfile.mkdtemp()) / "operator.log",
+                                   ESBENCH_RESYNC_SECONDS="10").start()
         pool = ThreadPoolExecutor(max_workers=16)
         try:
             created, create_calls, ready = {}, {}, {}
@@ -323,13 +328,19 @@ def main() -> int:
                   f"{time.monotonic() - started:.1f}s after the first create, {failed} Failed so far; "
                   f"operator peak RSS {rss:.0f} MiB")
 
-            # The stresses' aftermath first: the garbage collector removing each deleted cluster's
-            # Service and Secrets (3 per cluster) would otherwise run through the steady state,
-            # which has its own.
+            # The stresses' aftermath first, all of it: their namespace is deleted with everything
+            # in it (2,150 finished Experiments, their race ConfigMaps, Jobs, pods, Events, and the
+            # deleted clusters' Services and Secrets the garbage collector is still removing). The
+            # steady state is about 1,000 in flight; thousands of finished Experiments left over
+            # from other loads would make the API server carry them (watch cache, etcd, a larger
+            # heap for its Go GC to mark) all through it. A cluster that keeps finished
+            # Experiments bounds them with ttlSecondsAfterFinished.
+            observer.stop.set()
             started = time.monotonic()
-            wait_for(lambda: not core.list_namespaced_service(namespace, label_selector=ECK_CHILDREN, limit=1).items,
-                     900, what="the garbage collector to remove the deleted clusters' children")
-            print(f"The deleted clusters' children collected {time.monotonic() - started:.1f}s later")
+            control_plane.delete_namespace(namespace)
+            wait_for(lambda: namespace not in [n.metadata.name for n in core.list_namespace().items], 900,
+                     what=f"namespace {namespace} and everything in it to be deleted")
+            print(f"The stresses' namespace and all it held deleted in {time.monotonic() - started:.1f}s")
 
             # Steady state, in a namespace of its own: arrivals at CONCURRENT_EXPERIMENTS /
             # LIFETIME_SECONDS, each Experiment's cluster provisioned PROVISIONED_AFTER_SECONDS and

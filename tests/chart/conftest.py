@@ -6,20 +6,15 @@ with the integration tests (one control plane per session).
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 from kubernetes import client
 
-from tests.support.controlplane import cache_dir, k8s_bin_dir
-
-HELM_VERSION = "v3.17.3"  # keep in step with scripts/helm.sh
+from tests.support.controlplane import k8s_bin_dir
+from tests.support.helm import Helm, helm_binary_path
 
 RESTRICTED = {
     "pod-security.kubernetes.io/enforce": "restricted",
@@ -37,7 +32,7 @@ def _tool(path: Path, script: str) -> Path:
 
 @pytest.fixture(scope="session")
 def helm_binary() -> Path:
-    return _tool(cache_dir() / "helm" / HELM_VERSION / "helm", "scripts/helm.sh")
+    return _tool(helm_binary_path(), "scripts/helm.sh")
 
 
 @pytest.fixture(scope="session")
@@ -48,33 +43,6 @@ def kubectl_binary() -> Path:
 @pytest.fixture(scope="session")
 def chart_dir(repo_root: Path) -> Path:
     return repo_root / "charts" / "esbench"
-
-
-@dataclass
-class Helm:
-    binary: Path
-    chart: Path
-    home: Path  # helm's config, cache and data directories: kept out of $HOME
-
-    def run(self, *args: str, kubeconfig: Path | None = None, check: bool = True) -> subprocess.CompletedProcess:
-        env = {**os.environ, **{f"HELM_{kind}_HOME": str(self.home / kind.lower()) for kind in ("CONFIG", "CACHE", "DATA")}}
-        command = [str(self.binary), *args]
-        if kubeconfig is not None:
-            command += ["--kubeconfig", str(kubeconfig)]
-        result = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env)
-        if check and result.returncode != 0:
-            raise AssertionError(f"`helm {' '.join(args)}` failed ({result.returncode}):\n{result.stderr}{result.stdout}")
-        return result
-
-    @staticmethod
-    def value_args(values: dict[str, Any] | None) -> list[str]:
-        return [f"--set-json={key}={json.dumps(value)}" for key, value in (values or {}).items()]
-
-    def template(self, values: dict[str, Any] | None = None, *, release: str = "esbench",
-                 namespace: str = "esbench-system") -> list[dict[str, Any]]:
-        """The chart rendered with `helm template`, as a list of objects (no CRDs: see crds/)."""
-        out = self.run("template", release, str(self.chart), "--namespace", namespace, *self.value_args(values)).stdout
-        return [doc for doc in yaml.safe_load_all(out) if doc]
 
 
 @pytest.fixture(scope="session")

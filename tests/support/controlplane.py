@@ -131,14 +131,21 @@ class _Process:
             pass
 
 
-def _kubeconfig(server: str, ca_pem: bytes, user: str, pair: KeyPair) -> dict:
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def _certificate(pair: KeyPair) -> dict:
+    return {"client-certificate-data": _b64(pair.cert_pem), "client-key-data": _b64(pair.key_pem)}
+
+
+def _kubeconfig(server: str, ca_pem: bytes, user: str, credentials: dict) -> dict:
     """A self-contained kubeconfig (credentials inline), usable by any client or process."""
-    b64 = lambda data: base64.b64encode(data).decode()  # noqa: E731
     return {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": "esbench-test", "cluster": {"server": server, "certificate-authority-data": b64(ca_pem)}}],
-        "users": [{"name": user, "user": {"client-certificate-data": b64(pair.cert_pem), "client-key-data": b64(pair.key_pem)}}],
+        "clusters": [{"name": "esbench-test", "cluster": {"server": server, "certificate-authority-data": _b64(ca_pem)}}],
+        "users": [{"name": user, "user": credentials}],
         "contexts": [{"name": "esbench-test", "context": {"cluster": "esbench-test", "user": user}}],
         "current-context": "esbench-test",
     }
@@ -299,7 +306,7 @@ class ControlPlane:
         ], self.workdir / "kube-apiserver.log"))
         self.kubeconfig_path = self.workdir / "admin.kubeconfig"
         self.kubeconfig_path.write_text(yaml.safe_dump(
-            _kubeconfig(self.server, self.ca.cert_pem, "esbench-admin", self._admin)
+            _kubeconfig(self.server, self.ca.cert_pem, "esbench-admin", _certificate(self._admin))
         ))
         self._wait_ready("kube-apiserver", f"{self.server}/readyz", client_cert=self._admin_paths)
 
@@ -307,7 +314,7 @@ class ControlPlane:
         port = free_port()
         kubeconfig = self.workdir / "controller-manager.kubeconfig"
         kubeconfig.write_text(yaml.safe_dump(_kubeconfig(
-            self.server, self.ca.cert_pem, "system:kube-controller-manager", self._controller_manager_client
+            self.server, self.ca.cert_pem, "system:kube-controller-manager", _certificate(self._controller_manager_client)
         )))
         cert, key = self._controller_manager_serving
         self._processes.append(_Process("kube-controller-manager", [
@@ -358,6 +365,17 @@ class ControlPlane:
     def api_client(self) -> client.ApiClient:
         """A new admin ApiClient for this control plane (close it when done)."""
         return config.new_client_from_config(config_file=str(self.kubeconfig_path))
+
+    def service_account_kubeconfig(self, namespace: str, name: str, expiration_seconds: int = 7200) -> Path:
+        """A kubeconfig that authenticates as ServiceAccount namespace/name with a bound token
+        from the TokenRequest API, as a pod's projected service account token does."""
+        with self.api_client() as api_client:
+            token = read_json(client.CoreV1Api(api_client).create_namespaced_service_account_token, name, namespace,
+                              {"spec": {"expirationSeconds": expiration_seconds}})["status"]["token"]
+        path = self.workdir / f"{namespace}-{name}.kubeconfig"
+        path.write_text(yaml.safe_dump(_kubeconfig(
+            self.server, self.ca.cert_pem, f"system:serviceaccount:{namespace}:{name}", {"token": token})))
+        return path
 
     def pids(self) -> dict[str, int]:
         """Each running component's process ID, by name (etcd, kube-apiserver, kube-controller-manager)."""
