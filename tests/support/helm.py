@@ -51,7 +51,6 @@ class Helm:
         return [doc for doc in yaml.safe_load_all(out) if doc]
 
 
-
 @contextmanager
 def operator_access(helm: Helm, control_plane: ControlPlane, namespace: str, release: str = "esbench") -> Iterator[Path]:
     """What `helm install` of the chart gives the operator, but its Deployment (no image can run
