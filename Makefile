@@ -21,9 +21,10 @@ deps:
 	bash scripts/helm.sh
 
 # All tests: unit, API server (admission, operator lifecycle, chart), real Elasticsearch +
-# esrally (runner, CLI), and end to end on a real single node with real pods (root).
+# esrally (runner, CLI), and end to end on a real single node with real pods (root). Two
+# phases (scripts/test.sh): the suite side by side, then what measures with nothing else busy.
 test: deps lint
-	$(PYTHON) -m pytest tests
+	bash scripts/test.sh $(PYTHON)
 
 # ruff (ruff.toml) and the import contracts between roles (operator/pyproject.toml).
 lint:

@@ -8,7 +8,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-# One plugin module, so that every test directory shares one control plane per session.
+# One plugin module, so that every test directory of a pytest run shares one control plane.
 pytest_plugins = ["tests.support.fixtures"]
 
 

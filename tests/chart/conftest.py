@@ -1,12 +1,11 @@
-"""Fixtures for the Helm chart tests: helm and kubectl, a chart renderer, and a real API server.
+"""Fixtures for the Helm chart tests: kubectl and a restricted namespace.
 
-The control plane and the per-test namespace come from tests/support/fixtures.py, shared
-with the integration tests (one control plane per session).
+The control plane, the per-test namespace and helm with the chart come from
+tests/support/fixtures.py, shared with the integration tests (one control plane per process).
 """
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
@@ -14,7 +13,7 @@ import pytest
 from kubernetes import client
 
 from tests.support.controlplane import k8s_bin_dir
-from tests.support.helm import Helm, helm_binary_path
+from tests.support.fixtures import installed_tool
 
 RESTRICTED = {
     "pod-security.kubernetes.io/enforce": "restricted",
@@ -24,30 +23,9 @@ RESTRICTED = {
 }
 
 
-def _tool(path: Path, script: str) -> Path:
-    if not os.access(path, os.X_OK):
-        pytest.fail(f"{path.name} not found at {path}. Run `make deps` ({script}) first.", pytrace=False)
-    return path
-
-
-@pytest.fixture(scope="session")
-def helm_binary() -> Path:
-    return _tool(helm_binary_path(), "scripts/helm.sh")
-
-
 @pytest.fixture(scope="session")
 def kubectl_binary() -> Path:
-    return _tool(k8s_bin_dir() / "kubectl", "scripts/k8s-binaries.sh")
-
-
-@pytest.fixture(scope="session")
-def chart_dir(repo_root: Path) -> Path:
-    return repo_root / "charts" / "esbench"
-
-
-@pytest.fixture(scope="session")
-def helm(helm_binary: Path, chart_dir: Path, tmp_path_factory) -> Helm:
-    return Helm(helm_binary, chart_dir, tmp_path_factory.mktemp("helm-home"))
+    return installed_tool(k8s_bin_dir() / "kubectl", "scripts/k8s-binaries.sh")
 
 
 @pytest.fixture(scope="session")

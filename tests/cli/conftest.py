@@ -1,5 +1,5 @@
-"""Fixtures for the CLI tests: real Elasticsearch and real esrally from the runner tests, and
-`esbench` run as its own process, as a person runs it."""
+"""Fixtures for the CLI tests: `esbench` run as its own process, as a person runs it (real
+Elasticsearch and esrally, shared with the runner tests: tests/support/fixtures.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.runner.conftest import clusters, esrally  # noqa: F401  (shared fixtures: real ES, real esrally)
 from tests.support.result_files import write_result_files
 
 

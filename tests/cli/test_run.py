@@ -22,7 +22,7 @@ from esbench.analysis import compare
 from esbench.api import models, validation
 from esbench.cli import local, localcluster
 from esbench.controller import status
-from tests.runner.elasticsearch import LATEST
+from tests.support.elasticsearch import LATEST
 
 EXPERIMENT = {
     "apiVersion": models.API_VERSION,

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from tests.support.experiments import Apis, successful_race_json
@@ -26,13 +24,14 @@ def eck(control_plane):
 
 
 @pytest.fixture
-def operator(control_plane, tmp_path):
-    """The real operator as its own process; the Rally Job gets a 5 s deadline grace (not 120 s).
+def operator(operator_kubeconfig, tmp_path):
+    """The real operator as its own process, as the chart's ServiceAccount; the Rally Job gets a
+    5 s deadline grace (not 120 s).
 
     Its log goes to the teardown's output, which pytest shows only for a test that failed. A
     handler that raised fails the test: whatever the test saw, the operator did not handle it.
     """
-    process = OperatorProcess(Path(control_plane.kubeconfig_path), tmp_path / "operator.log",
+    process = OperatorProcess(operator_kubeconfig, tmp_path / "operator.log",
                               ESBENCH_JOB_DEADLINE_GRACE_SECONDS="5").start()
     yield process
     process.stop()

@@ -11,7 +11,6 @@ log, sets its terminal status). The pod log is the runner's real report of a rea
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from esbench.api import models
 from esbench.api.race_report import MARKER, Failure, FailureKind, RaceReport
@@ -270,6 +269,8 @@ def test_operator_killed_mid_run_resumes_without_duplicates(
     operator.start()
     wait_phase(apis, namespace, "resume", "Benchmarking")
     first_job_uid = job(apis, namespace, "resume").metadata.uid
+    # The restarted operator raced on the cluster it had made, not on a second one.
+    assert eck.get(namespace, "resume")["metadata"]["uid"] == first_cluster_uid
     operator.kill()
 
     standin_kubelet.finish_job_pod(namespace, "resume-rally", runner_log(
@@ -284,8 +285,8 @@ def test_operator_killed_mid_run_resumes_without_duplicates(
     assert after["status"] == done["status"]
     assert len(apis.batch.list_namespaced_job(namespace).items) == 1
     assert job(apis, namespace, "resume").metadata.uid == first_job_uid
-    # The one cluster was made once and deleted once.
-    assert not es_exists(eck, namespace, "resume") and first_cluster_uid
+    # The one cluster (its UID checked above) was deleted once.
+    assert not es_exists(eck, namespace, "resume")
     reasons = [r for _, r in events(apis, namespace, "resume")]
     assert reasons.count("Provisioning") == 1 and reasons.count("ClusterDeleted") == 1, reasons
     succeeded_events = [e for e in apis.core.list_namespaced_event(
@@ -325,9 +326,9 @@ def test_a_crash_between_the_final_status_and_the_cleanup_is_mended_at_restart(a
 
 
 def test_a_cleanup_the_api_server_refuses_is_tried_again_until_it_succeeds(
-        apis, eck, standin_kubelet, control_plane, namespace, race_json, tmp_path):
+        apis, eck, standin_kubelet, control_plane, operator_kubeconfig, namespace, race_json, tmp_path):
     # Its own operator: its handlers are meant to fail while the deletion is held.
-    operator = OperatorProcess(Path(control_plane.kubeconfig_path), tmp_path / "operator.log").start()
+    operator = OperatorProcess(operator_kubeconfig, tmp_path / "operator.log").start()
     try:
         run_to_benchmarking(apis, eck, namespace, "held")
         with deletion_held(control_plane, namespace, "held") as release:

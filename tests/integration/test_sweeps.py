@@ -9,7 +9,6 @@ race.json, with the indexing throughput set per cell so that the statistics have
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 
 import kubernetes
 import pytest
@@ -133,9 +132,9 @@ def test_cells_that_differ_in_index_settings_share_one_cluster_one_run_at_a_time
 
 
 def test_a_shared_cluster_whose_deletion_the_api_server_refuses_is_said_and_released_once_allowed(
-        apis, eck, standin_kubelet, control_plane, namespace, race_json, tmp_path):
+        apis, eck, standin_kubelet, control_plane, operator_kubeconfig, namespace, race_json, tmp_path):
     # Its own operator: its sweep handler is meant to fail while the deletion is held.
-    operator = OperatorProcess(Path(control_plane.kubeconfig_path), tmp_path / "operator.log").start()
+    operator = OperatorProcess(operator_kubeconfig, tmp_path / "operator.log").start()
     try:
         with deletion_held(control_plane, namespace, "held-g0") as release:
             create_sweep(apis, namespace, "held", matrix=[{"field": "index.codec", "values": ["default"]}], repetitions=1)

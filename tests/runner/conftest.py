@@ -1,4 +1,4 @@
-"""Fixtures for the runner tests: real Elasticsearch, real esrally, the real `esbench race`."""
+"""Fixtures for the runner tests: the real `esbench race` (real Elasticsearch and esrally: tests/support/fixtures.py)."""
 
 from __future__ import annotations
 
@@ -13,24 +13,6 @@ from pathlib import Path
 import pytest
 
 from esbench.api.race_report import RaceReport, decode_report
-from tests.runner.elasticsearch import Clusters
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="session")
-def esrally() -> str:
-    path = os.environ.get("ESBENCH_ESRALLY") or str(REPO / ".venv-rally" / "bin" / "esrally")
-    if not os.access(path, os.X_OK):
-        pytest.fail(f"esrally not found at {path}: run scripts/rally-env.sh (or set ESBENCH_ESRALLY)", pytrace=False)
-    return path
-
-
-@pytest.fixture(scope="session")
-def clusters():
-    pool = Clusters()
-    yield pool
-    pool.stop_all()
 
 
 @dataclass

@@ -13,8 +13,8 @@ import pytest
 
 from esbench.api import models
 from esbench.runner.corpus import TEST_MODE_COUNT
-from tests.runner.elasticsearch import LATEST, VERSIONS
 from tests.support import track_modules
+from tests.support.elasticsearch import LATEST, VERSIONS
 
 DOC_COUNT = 600
 INDEX_SPEC = {
@@ -106,6 +106,7 @@ def test_range_and_terms_queries_of_range_queries_track_match_the_same_documents
         assert 0 < hits(overlap) == hits(in_decades) < DOC_COUNT
 
 
+@pytest.mark.measures
 def test_fixed_rates_are_held_and_each_task_gets_the_node_cpu_of_its_own_window(clusters, race):
     """workload.load drives Rally's schedule; task windows come from Rally's log, and a task at a
     low fixed rate costs less node CPU than the same kind of query back to back in the same race.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.runner.elasticsearch import LATEST
+from tests.support.elasticsearch import LATEST
 
 MiB = 2**20
 SETUP = ["delete-index", "create-index", "check-cluster-health", "index-append", "refresh-after-index"]
@@ -24,6 +24,7 @@ def spec(tasks: list[str]) -> dict:
                         "search_iterations": 2, "search_warmup_iterations": 1}}}
 
 
+@pytest.mark.measures
 def test_disk_reads_of_a_task_move_only_when_the_page_cache_cannot_hold_the_store(clusters, race):
     cluster = clusters.get(LATEST)
     if cluster.memory is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from esbench.api.race_report import FailureKind
 from esbench.cli.localcluster import free_port
 from esbench.runner.race import EXIT_CODES, rally_processes
-from tests.runner.elasticsearch import LATEST
+from tests.support.elasticsearch import LATEST
 
 # Larger than index.max_result_window (10000): Elasticsearch rejects the search with a 400.
 TOO_MANY_HITS = {"doc_count": 200, "fetch_size": 20000}

@@ -12,7 +12,7 @@ import yaml
 
 from esbench.analysis import contrasts
 from esbench.api import models
-from tests.runner.elasticsearch import LATEST
+from tests.support.elasticsearch import LATEST
 from tests.support.result_files import FIXTURES
 
 STUDIES = FIXTURES.parents[2] / "examples" / "studies"
@@ -27,6 +27,7 @@ def study_spec(path: str, **workload_changes) -> dict:
     return spec
 
 
+@pytest.mark.measures
 def test_001_node_cpu_per_query_form_at_a_fixed_rate(clusters, race):
     """Reduced: 3000 people, 20 requests/s for 5 s per form (the study: 1M, 6/s for 60 s). A
     higher rate than the seed's keeps Rally's throughput median within 5 % of the target over
@@ -62,6 +63,7 @@ CODEC_SETUP = ["delete-index", "create-index", "check-cluster-health", "index-ap
 MiB = 2**20
 
 
+@pytest.mark.measures
 def test_002_random_hits_read_the_disk_when_the_store_is_several_times_the_page_cache(clusters, race):
     """Reduced: 170000 events of about 2.4 KB, 5 s at the study's 8 requests/s from 4 clients
     (the study: 700000 events, 120 s), best_compression on the study's version (9.2.4: zstd, as

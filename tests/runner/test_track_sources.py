@@ -19,7 +19,7 @@ import pytest
 
 from esbench.runner import corpus
 from esbench.runner.race import TRACKS_DIR
-from tests.runner.elasticsearch import LATEST
+from tests.support.elasticsearch import LATEST
 
 
 def git(*args: str, cwd) -> str:

@@ -1,16 +1,21 @@
-"""Fixtures giving tests a real Kubernetes control plane (a pytest plugin, see tests/conftest.py).
+"""Session fixtures shared by every test directory (a pytest plugin, registered once in tests/conftest.py).
 
-Session-scoped: one etcd + kube-apiserver + kube-controller-manager (about 5 s to start)
-and one stand-in kubelet per test session. Function-scoped: a fresh namespace per test.
+A real Kubernetes control plane: one etcd + kube-apiserver + kube-controller-manager and one
+stand-in kubelet per test process, and a fresh namespace per test; helm and the chart, and what
+the chart grants the operator (its ServiceAccount's kubeconfig). Real Elasticsearch and real
+esrally for the runner and CLI tests: one pool of nodes per test process, started on first use.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from tests.support.controlplane import ControlPlane, ControlPlaneError, eck_crd_path
+from tests.support.elasticsearch import Clusters
+from tests.support.helm import Helm, helm_binary_path, operator_access
 from tests.support.standin_kubelet import StandinKubelet
 
 
@@ -43,9 +48,54 @@ def standin_kubelet(control_plane):
         yield kubelet
 
 
+@pytest.fixture(scope="session")
+def operator_kubeconfig(control_plane, helm):
+    """A kubeconfig for the operator under test: the chart's ServiceAccount, RBAC and admission
+    policy, as `helm install` gives them, so that a request the chart does not grant fails."""
+    with operator_access(helm, control_plane, control_plane.create_namespace("esbench-system-")) as kubeconfig:
+        yield kubeconfig
+
+
 @pytest.fixture
 def namespace(control_plane):
     """A fresh namespace for one test, deleted afterwards (by the real namespace controller)."""
     name = control_plane.create_namespace()
     yield name
     control_plane.delete_namespace(name)
+
+
+@pytest.fixture(scope="session")
+def esrally(repo_root) -> str:
+    path = os.environ.get("ESBENCH_ESRALLY") or str(repo_root / ".venv-rally" / "bin" / "esrally")
+    if not os.access(path, os.X_OK):
+        pytest.fail(f"esrally not found at {path}: run scripts/rally-env.sh (or set ESBENCH_ESRALLY)", pytrace=False)
+    return path
+
+
+@pytest.fixture(scope="session")
+def clusters():
+    """Real Elasticsearch nodes, one per version and security setting, each emptied for every test."""
+    pool = Clusters()
+    yield pool
+    pool.stop_all()
+
+
+def installed_tool(path: Path, script: str) -> Path:
+    if not os.access(path, os.X_OK):
+        pytest.fail(f"{path.name} not found at {path}. Run `make deps` ({script}) first.", pytrace=False)
+    return path
+
+
+@pytest.fixture(scope="session")
+def helm_binary() -> Path:
+    return installed_tool(helm_binary_path(), "scripts/helm.sh")
+
+
+@pytest.fixture(scope="session")
+def chart_dir(repo_root: Path) -> Path:
+    return repo_root / "charts" / "esbench"
+
+
+@pytest.fixture(scope="session")
+def helm(helm_binary: Path, chart_dir: Path, tmp_path_factory) -> Helm:
+    return Helm(helm_binary, chart_dir, tmp_path_factory.mktemp("helm-home"))

@@ -1,4 +1,4 @@
-"""Real Elasticsearch nodes for the runner tests.
+"""Real Elasticsearch nodes for the runner and CLI tests (one pool per test process).
 
 Thin on purpose: downloading, verifying, unpacking and starting live in esbench.localcluster,
 which local mode (`esbench run`) reuses. Here: which versions, and one node per version (and

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The whole suite (make test), in two phases. Each pytest run prints its slowest tests and
+# writes its JUnit XML and its output under test-results/.
+# 1. Everything but the `measures` tests, in three pytest runs side by side: the suite mostly
+#    waits (API round trips, node starts, Rally's polling), and each run owns what its tests
+#    share: the local node (e2e); the local Elasticsearch nodes and esrally, one race at a time
+#    (runner, cli); a control plane of its own (unit, integration, chart).
+# 2. The `measures` tests alone, so that nothing else is busy while they measure (pytest.ini).
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit
+python=${1:-.venv/bin/python}
+out=test-results
+rm -rf "$out"
+mkdir -p "$out"
+trap 'kill $(jobs -p) 2>/dev/null' EXIT
+
+declare -A runs=([e2e]="tests/e2e" [elasticsearch]="tests/runner tests/cli"
+                 [control-plane]="tests/unit tests/integration tests/chart")
+declare -A names=()
+for name in "${!runs[@]}"; do
+  # shellcheck disable=SC2086  # the run's directories, split into arguments on purpose
+  "$python" -m pytest ${runs[$name]} -m "not measures" --durations=15 --junitxml="$out/$name.xml" \
+    >"$out/$name.log" 2>&1 &
+  names[$!]=$name
+  echo "started: ${runs[$name]} (output in $out/$name.log)"
+done
+status=0
+for _ in "${!runs[@]}"; do
+  wait -n -p finished
+  code=$?
+  echo "=== ${runs[${names[$finished]}]} (exit $code)"
+  cat "$out/${names[$finished]}.log"
+  # 1 is a failed test; above 1 the run itself was cut short, and the measures would not run alone.
+  [ "$code" -le "$status" ] || status=$code
+done
+[ "$status" -le 1 ] || exit "$status"
+
+"$python" -m pytest tests -m measures --durations=10 --junitxml="$out/measures.xml"
+code=$?
+[ "$code" -le "$status" ] || status=$code
+exit "$status"
