@@ -57,7 +57,7 @@ def sweeps(cluster, operator, restricted_namespace) -> Sweeps:
 
 
 def test_sweep_over_codecs_runs_both_cells_one_after_another_on_one_shared_cluster_then_deletes_it(sweeps):
-    template = quickstart(sweeps.cluster)["spec"]
+    template = quickstart(sweeps.cluster, test_mode=True)["spec"]
     sweeps.create_sweep(SWEEP, {"template": template, "repetitions": 1, "clusterReuse": True,
                                 "matrix": [{"field": "index.codec", "values": ["default", "best_compression"]}]})
     done = wait_for(lambda: sweeps.finished(SWEEP), 2 * RACE_TIMEOUT, what=f"sweep {SWEEP} to finish",

@@ -79,7 +79,8 @@ def test_elasticsearch_topology_resources_heap_storage_config_and_image():
     pod = data["podTemplate"]["spec"]
     [container] = pod["containers"]
     assert container["name"] == "elasticsearch"
-    assert container["env"] == [{"name": "ES_JAVA_OPTS", "value": "-Xms2g -Xmx2g"}]
+    assert container["env"] == [{"name": "PRE_STOP_ADDITIONAL_WAIT_SECONDS", "value": "0"},
+                                {"name": "ES_JAVA_OPTS", "value": "-Xms2g -Xmx2g"}]
     assert container["resources"] == {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"memory": "4Gi"}}
     assert pod["volumes"] == [{"name": "elasticsearch-data", "emptyDir": {}}]
     assert "volumeClaimTemplates" not in data
