@@ -158,3 +158,36 @@ def test_results_of_the_api_model_round_trip_through_a_document(documents):
     entry = compare.entry_from_document(documents[0])
     assert entry.results == models.Results.model_validate(documents[0]["status"]["results"])
     assert entry.spec is not None and entry.phase == "Succeeded"
+
+
+BASE_ENVIRONMENT = {
+    "esbench_version": "0.1.0", "rally_version": "2.13.0",
+    "track": {"source": "Bundled", "name": "smoke", "sha256": "aaa"},
+    "nodes": [{"node": "n1", "jvm": "OpenJDK 64-Bit Server VM 17.0.13", "kernel": "6.1.0", "available_processors": 2,
+               "mmap": False}],
+    "load_driver": {"cpu_model": "Xeon A"},
+}
+
+
+@pytest.mark.parametrize(("fact", "change"), [
+    ("track", {"track": {"source": "Bundled", "name": "smoke", "sha256": "bbb"}}),
+    ("Rally", {"rally_version": "2.12.0"}),
+    ("esbench", {"esbench_version": "0.2.0"}),
+    ("JVM", {"nodes": [{**BASE_ENVIRONMENT["nodes"][0], "jvm": "OpenJDK 64-Bit Server VM 21.0.5"}]}),
+    ("node kernel", {"nodes": [{**BASE_ENVIRONMENT["nodes"][0], "kernel": "6.12.0"}]}),
+    ("node processors", {"nodes": [{**BASE_ENVIRONMENT["nodes"][0], "available_processors": 4}]}),
+    ("mmap", {"nodes": [{**BASE_ENVIRONMENT["nodes"][0], "mmap": True}]}),
+    ("load driver CPU", {"load_driver": {"cpu_model": "EPYC B"}}),
+])
+def test_each_fact_of_the_reproducibility_record_that_differs_is_warned_about_by_name(fact, change):
+    def entry(label, environment):
+        return compare.Entry(label, models.Results(environment=models.Environment.model_validate(environment)))
+
+    same = [entry("a", BASE_ENVIRONMENT), entry("b", BASE_ENVIRONMENT)]
+    assert compare.environment_warnings(same) == []
+    (warning,) = compare.environment_warnings([entry("a", BASE_ENVIRONMENT), entry("b", {**BASE_ENVIRONMENT, **change})])
+    assert warning.startswith(f"different {fact} (a: ") and "b: " in warning, warning
+    # A fact one side did not record is not a difference.
+    unrecorded = {**BASE_ENVIRONMENT, "nodes": [{"node": "n1"}], "load_driver": {}, "track": None,
+                  "rally_version": None, "esbench_version": None}
+    assert compare.environment_warnings([entry("a", BASE_ENVIRONMENT), entry("b", unrecorded)]) == []

@@ -7,6 +7,7 @@ import socket
 
 import pytest
 import urllib3
+from cachetools import TTLCache
 from kubernetes import client
 
 from esbench.controller.kube import BoundedApiClient, Kube
@@ -67,9 +68,17 @@ def test_a_nodes_description_is_read_once_a_minute_not_once_per_race():
         return Response(name)
 
     kube.core.read_node = read_node
+    # The Kube's own cache, its time-to-live kept, on a clock the test moves.
+    now = [0.0]
+    kube._platform_facts = TTLCache(maxsize=16, ttl=kube._platform_facts.ttl, timer=lambda: now[0])
     assert kube.get_node("n1") == kube.get_node("n1") == {"metadata": {"name": "n1"}}
     assert kube.get_node("n2") == {"metadata": {"name": "n2"}}
+    now[0] = 59
+    kube.get_node("n1")
     assert reads == ["n1", "n2"]
+    now[0] = 61
+    kube.get_node("n1")
+    assert reads == ["n1", "n2", "n1"]  # read again once its minute is over
 
 
 @pytest.mark.parametrize(("cached", "consistent", "found", "reads"), [
