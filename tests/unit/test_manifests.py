@@ -24,6 +24,21 @@ def rally_job(exp, image="esbench:dev", pull_policy="Never"):
     return manifests.rally_job_manifest(exp, connection, image, pull_policy)
 
 
+def password_file(pod):
+    """The Secret key the runner reads its password from, and the file's mode: ES_PASSWORD_FILE
+    names a file of a read-only secret volume that holds that key alone."""
+    [container] = pod["containers"]
+    env = {e["name"]: e for e in container["env"]}
+    assert "ES_PASSWORD" not in env, "no password in the environment, not even by reference"
+    directory, _, file = env["ES_PASSWORD_FILE"]["value"].rpartition("/")
+    [mount] = [m for m in container["volumeMounts"] if m["mountPath"] == directory]
+    assert mount["readOnly"] is True
+    [volume] = [v for v in pod["volumes"] if v["name"] == mount["name"]]
+    [item] = volume["secret"]["items"]
+    assert item["path"] == file
+    return {"name": volume["secret"]["secretName"], "key": item["key"]}, volume["secret"]["defaultMode"]
+
+
 def test_every_child_is_owned_by_the_experiment_and_labelled():
     exp = experiment()
     for manifest in (
@@ -107,7 +122,7 @@ def test_storage_class_reaches_the_claim():
                      "storageClassName": "fast-ssd"}
 
 
-def test_rally_job_gets_credentials_by_reference_and_no_api_token():
+def test_rally_job_gets_credentials_as_files_from_secrets_and_no_api_token():
     job = rally_job(experiment())
     assert job["metadata"]["name"] == "bench-1-rally"
     assert job["spec"]["backoffLimit"] == 0
@@ -118,9 +133,9 @@ def test_rally_job_gets_credentials_by_reference_and_no_api_token():
     [container] = pod["containers"]
     assert container["image"] == "esbench:dev" and container["imagePullPolicy"] == "Never"
     env = {e["name"]: e for e in container["env"]}
-    assert env["ES_PASSWORD"] == {"name": "ES_PASSWORD", "valueFrom": {
-        "secretKeyRef": {"name": "bench-1-es-elastic-user", "key": "elastic"}}}
+    assert password_file(pod) == ({"name": "bench-1-es-elastic-user", "key": "elastic"}, 0o400)
     assert env["ES_USERNAME"]["value"] == "elastic"
+    assert not any("valueFrom" in e for e in container["env"])
     assert json.loads(env["ESBENCH_SPEC"]["value"])["workload"]["track"] == "smoke"
     assert container["args"] == [
         "race",
@@ -190,8 +205,7 @@ def test_rally_job_against_a_referenced_eck_cluster_uses_its_service_and_secrets
         container = job["spec"]["template"]["spec"]["containers"][0]
         assert f"--target-url={url}" in container["args"]
         assert ("--ca-file=/etc/esbench/ca/ca.crt" in container["args"]) is ca
-        env = {e["name"]: e for e in container["env"]}
-        assert env["ES_PASSWORD"]["valueFrom"]["secretKeyRef"] == {"name": "shared-es-elastic-user", "key": "elastic"}
+        assert password_file(job["spec"]["template"]["spec"])[0] == {"name": "shared-es-elastic-user", "key": "elastic"}
         assert job["metadata"]["ownerReferences"][0]["name"] == "bench-1"  # the Job is still the Experiment's
 
 
@@ -206,7 +220,7 @@ def test_rally_job_against_an_external_cluster_takes_secrets_by_reference():
     assert "--target-url=https://es.example.com:9243" in container["args"]
     env = {e["name"]: e for e in container["env"]}
     assert env["ES_USERNAME"]["value"] == "bench"
-    assert env["ES_PASSWORD"]["valueFrom"]["secretKeyRef"] == {"name": "es-creds", "key": "password"}
+    assert password_file(pod)[0] == {"name": "es-creds", "key": "password"}
     [ca] = [v for v in pod["volumes"] if v["name"] == "es-ca"]
     assert ca["secret"] == {"secretName": "es-ca", "items": [{"key": "root.pem", "path": "ca.crt"}]}
 
@@ -217,3 +231,4 @@ def test_rally_job_against_an_open_external_cluster_sends_no_credentials():
         "spec"]["template"]["spec"]["containers"][0]
     assert {e["name"] for e in container["env"]} == {"ESBENCH_SPEC", "HOME"}
     assert not any(a.startswith("--ca-file") for a in container["args"])
+    assert {m["mountPath"] for m in container["volumeMounts"]} == {"/work", "/tmp"}

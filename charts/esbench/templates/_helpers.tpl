@@ -84,7 +84,7 @@ The operator image; the Rally Jobs use the same one unless operator.rallyImage i
 What the operator does in each namespace it watches (see operator/esbench/controller/kube.py,
 lifecycle.py, handlers.py). Shared by the ClusterRole (all namespaces) and the per-namespace
 Roles. Deliberately nothing on Secrets: the Rally pod gets ECK's credentials by reference
-(secretKeyRef, secret volume), which the kubelet resolves, not the operator.
+(secret volumes), which the kubelet resolves, not the operator.
 */}}
 {{- define "esbench.operatorRules" -}}
 # Experiments: read and watch them (kopf), patch them (kopf keeps its progress in
