@@ -3,6 +3,7 @@
 import json
 
 import pytest
+import yaml
 
 from esbench.api.models import ExperimentSpec
 from esbench.controller import manifests, readiness
@@ -159,6 +160,23 @@ def test_rally_pod_meets_pod_security_restricted():
     assert context["readOnlyRootFilesystem"] is True
     mounts = {m["mountPath"] for m in pod["containers"][0]["volumeMounts"]}
     assert {"/work", "/tmp"} <= mounts  # writable places despite the read-only root
+
+
+def test_the_rally_pod_and_the_operator_run_as_the_high_uid_of_the_esbench_image(repo_root):
+    """One uid of 10000 or more (checkov's CKV_K8S_40) in both image builds, the chart and the Job."""
+    uid = manifests.RUNNER_UID
+    assert uid >= 10000
+    pod = rally_job(experiment())["spec"]["template"]["spec"]["securityContext"]
+    assert (pod["runAsUser"], pod["runAsGroup"], pod["fsGroup"]) == (uid, uid, uid)
+    dockerfile = (repo_root / "operator" / "Dockerfile").read_text()
+    offline_image = (repo_root / "scripts" / "images" / "esbench.sh").read_text()
+    for build in (dockerfile, offline_image):
+        assert f"groupadd --gid {uid} esbench" in build and f"useradd --uid {uid} --gid esbench" in build
+    assert f"USER {uid}:{uid}\n" in dockerfile and f"--user {uid}:{uid} " in offline_image
+    values = yaml.safe_load((repo_root / "charts" / "esbench" / "values.yaml").read_text())
+    assert {key: values["podSecurityContext"][key] for key in ("runAsUser", "runAsGroup", "fsGroup")} == {
+        "runAsUser": uid, "runAsGroup": uid, "fsGroup": uid}
+    assert (values["securityContext"]["runAsUser"], values["securityContext"]["runAsGroup"]) == (uid, uid)
 
 
 def test_rally_job_without_tls_uses_http_and_mounts_no_ca():

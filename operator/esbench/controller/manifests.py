@@ -46,6 +46,9 @@ ES_POD_SECURITY_CONTEXT = {"runAsNonRoot": True, "runAsUser": 1000, "fsGroup": 1
 ES_CONTAINER_SECURITY_CONTEXT = {"allowPrivilegeEscalation": False, "privileged": False, "readOnlyRootFilesystem": True,
                                  "capabilities": {"drop": ["ALL"]}, "runAsNonRoot": True}
 ECK_INIT_CONTAINERS = ("elastic-internal-init-filesystem", "elastic-internal-suspend")
+# The esbench image's user and group (operator/Dockerfile, scripts/images/esbench.sh; the chart
+# runs the operator as them too): 10000 or more, above the nodes' own users.
+RUNNER_UID = 10001
 CA_MOUNT = "/etc/esbench/ca"
 # The password reaches the runner as a file (ES_PASSWORD_FILE), not as an environment variable.
 PASSWORD_MOUNT = "/etc/esbench/es-password"
@@ -311,9 +314,9 @@ def rally_job_manifest(experiment: Experiment, connection: Connection, image: st
                     "enableServiceLinks": False,
                     "securityContext": {
                         "runAsNonRoot": True,
-                        "runAsUser": 1000,
-                        "runAsGroup": 1000,
-                        "fsGroup": 1000,
+                        "runAsUser": RUNNER_UID,
+                        "runAsGroup": RUNNER_UID,
+                        "fsGroup": RUNNER_UID,
                         "seccompProfile": {"type": "RuntimeDefault"},
                     },
                     "containers": [container],
