@@ -104,7 +104,7 @@ def test_an_existing_service_account_must_be_named_rather_than_default(helm):
     assert the(objects, "ClusterRoleBinding")["subjects"][0]["name"] == "mine"
 
 
-def test_deployment_runs_one_esbench_operator_at_a_time_with_a_liveness_probe(helm):
+def test_deployment_runs_one_esbench_operator_at_a_time_with_liveness_and_readiness_probes(helm):
     objects = helm.template()
     deployment = the(objects, "Deployment")
     assert deployment["spec"]["replicas"] == 1
@@ -113,6 +113,7 @@ def test_deployment_runs_one_esbench_operator_at_a_time_with_a_liveness_probe(he
     (container,) = pod["containers"]
     assert container["args"] == ["operator", "--liveness", "http://0.0.0.0:8080/healthz"]
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "liveness"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/healthz", "port": "liveness"}
     assert {"name": "liveness", "containerPort": 8080, "protocol": "TCP"} in container["ports"]
     assert pod["serviceAccountName"] == the(objects, "ServiceAccount")["metadata"]["name"]
     labels = deployment["metadata"]["labels"]
