@@ -49,6 +49,15 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 
 {{/*
+Labels the operator puts on every pod an Experiment or a sweep creates, Elasticsearch's and
+Rally's (operator/esbench/controller/manifests.py, labels()): the NetworkPolicy selects them.
+*/}}
+{{- define "esbench.experimentPodLabels" -}}
+app.kubernetes.io/part-of: esbench
+app.kubernetes.io/managed-by: esbench-operator
+{{- end }}
+
+{{/*
 The operator's ServiceAccount. Without serviceAccount.create, an existing one must be named:
 falling back to "default" would hand the operator's permissions to every pod that uses it.
 */}}
