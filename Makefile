@@ -25,11 +25,13 @@ deps:
 test: deps lint
 	$(PYTHON) -m pytest tests
 
-# ruff (ruff.toml) and the import contracts between roles (operator/pyproject.toml).
+# ruff (ruff.toml), the import contracts between roles (operator/pyproject.toml), and checkov
+# on the chart and the Rally Job as rendered (.checkov.yaml).
 lint:
 	bash scripts/python-env.sh $(VENV)
 	$(VENV)/bin/ruff check .
 	cd operator && ../$(VENV)/bin/lint-imports
+	bash scripts/checkov.sh $(VENV)
 
 unit:
 	$(PYTHON) -m pytest tests/unit
@@ -82,4 +84,4 @@ sync-chart-crds:
 	bash scripts/sync-chart-crds.sh
 
 clean:
-	rm -rf $(VENV) .venv-rally .pytest_cache
+	rm -rf $(VENV) .venv-rally .venv-checkov .pytest_cache
