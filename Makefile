@@ -25,13 +25,15 @@ deps:
 test: deps lint
 	$(PYTHON) -m pytest tests
 
-# ruff (ruff.toml), the import contracts between roles (operator/pyproject.toml), and checkov
-# on the chart and the Rally Job as rendered (.checkov.yaml).
+# ruff (ruff.toml), the import contracts between roles (operator/pyproject.toml), checkov on
+# the chart and the Rally Job as rendered (.checkov.yaml), and shellcheck (.shellcheckrc).
 lint:
+	bash scripts/system-packages.sh
 	bash scripts/python-env.sh $(VENV)
 	$(VENV)/bin/ruff check .
 	cd operator && ../$(VENV)/bin/lint-imports
 	bash scripts/checkov.sh $(VENV)
+	shellcheck scripts/*.sh scripts/*/*.sh
 
 unit:
 	$(PYTHON) -m pytest tests/unit
