@@ -26,11 +26,15 @@ deps:
 test: deps lint
 	bash scripts/test.sh $(PYTHON)
 
-# ruff (ruff.toml) and the import contracts between roles (operator/pyproject.toml).
+# ruff (ruff.toml), the import contracts between roles (operator/pyproject.toml), checkov on
+# the chart and the Rally Job as rendered (.checkov.yaml), and shellcheck (.shellcheckrc).
 lint:
+	bash scripts/system-packages.sh
 	bash scripts/python-env.sh $(VENV)
 	$(VENV)/bin/ruff check .
 	cd operator && ../$(VENV)/bin/lint-imports
+	bash scripts/checkov.sh $(VENV)
+	shellcheck scripts/*.sh scripts/*/*.sh
 
 unit:
 	$(PYTHON) -m pytest tests/unit
@@ -83,4 +87,4 @@ sync-chart-crds:
 	bash scripts/sync-chart-crds.sh
 
 clean:
-	rm -rf $(VENV) .venv-rally .pytest_cache
+	rm -rf $(VENV) .venv-rally .venv-checkov .pytest_cache

@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034  # sourced: its variables are for the scripts that source it
 # Shared by the dependency scripts in this folder and scripts/node/packages.sh (sourced, not run).
 # Built tools go into $ESBENCH_CACHE/NAME/VERSION; a warm run only checks that they are there.
 set -euo pipefail
@@ -53,7 +54,7 @@ go_install() {
 # (read-only) directory in the module cache. Run outside any module so the download never
 # touches a go.mod; the checksum database is unreachable here, so skip it.
 go_module_dir() {
-  (cd / && GOSUMDB=off GOFLAGS= go mod download -json "$1") |
+  (cd / && GOSUMDB=off GOFLAGS='' go mod download -json "$1") |
     python3 -c 'import json, sys; print(json.load(sys.stdin)["Dir"])'
 }
 

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The esbench image without a registry: the same contents as operator/Dockerfile (Python 3.11,
 # git, esrally 2.13.0 in its own virtualenv at /opt/rally, the esbench package with its bundled
-# tracks in /opt/esbench, user 1000, entrypoint `esbench`, command `operator`), built as a
+# tracks in /opt/esbench, user 10001, entrypoint `esbench`, command `operator`), built as a
 # Debian bookworm root filesystem plus wheels and packed as an OCI archive named
 # docker.io/local/esbench:0.1.0. Differences from the Dockerfile: Python is Debian's python3
 # (3.11, as in python:3.11-slim-bookworm) instead of the python image's own build.
 #
 # Two stages, because the operator changes far more often than the rest:
-#   base: Debian + Python + git + esrally's venv + user 1000 (cached as a folder; ~2.5 min cold)
+#   base: Debian + Python + git + esrally's venv + user 10001 (cached as a folder; ~2.5 min cold)
 #   image: base + the esbench package from operator/ (~1 min: copy, install, pack)
 # Prints the archive's path. Cached by a hash of the operator sources and these scripts.
 source "$(dirname "$0")/lib.sh"
@@ -39,7 +39,8 @@ if [ ! -d "$base" ]; then
         python3 -m venv /opt/rally
         /opt/rally/bin/pip install --quiet --no-index --find-links /tmp/wheels esrally=='"$ESRALLY_VERSION"'
         python3 -m venv /opt/esbench
-        useradd --uid 1000 --create-home --home-dir /work esbench
+        groupadd --gid 10001 esbench
+        useradd --uid 10001 --gid esbench --create-home --home-dir /work esbench
         rm -rf /tmp/wheels /root/.cache"' \
     --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*.bin' \
     "$DEBIAN_SUITE" "$work/base" "$DEBIAN_MIRROR" >&2
@@ -66,7 +67,7 @@ unshare --mount --propagation private sh -ec '
 ls "$work/rootfs"/opt/esbench/lib/python3.11/site-packages/esbench/runner/tracks/smoke/track.json >/dev/null
 
 python3 "$images_dir/oci-pack.py" --rootfs "$work/rootfs" --name "$name" --out "$archive" \
-  --entrypoint '["esbench"]' --cmd '["operator"]' --user 1000:1000 --workdir /work \
+  --entrypoint '["esbench"]' --cmd '["operator"]' --user 10001:10001 --workdir /work \
   --env PATH=/opt/esbench/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
   --env PYTHONDONTWRITEBYTECODE=1 --env PYTHONUNBUFFERED=1 --env PIP_NO_CACHE_DIR=1 \
   --env ESBENCH_ESRALLY=/opt/rally/bin/esrally >/dev/null

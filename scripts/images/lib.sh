@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034  # sourced: its variables are for the scripts that source it
 # Shared by the image scripts in this folder (sourced, not run).
 # Images are root filesystem folders packed by oci-pack.py into OCI archives named
 # docker.io/local/NAME:TAG, cached under $ESBENCH_CACHE/images by a hash of everything that

@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034  # sourced: its variables are for the scripts that source it
 # Shared by up.sh and down.sh (sourced): where the node lives and small helpers.
 NODE_DIR=${ESBENCH_NODE_DIR:-/var/lib/esbench-node}
 RUN_DIR=/run/esbench-node

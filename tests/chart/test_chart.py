@@ -17,10 +17,13 @@ import uuid
 import pytest
 from kubernetes import client
 
+from esbench.api.models import ExperimentSpec
+from esbench.controller import manifests
 from tests.support.waiting import wait_for
 
 WATCHED = ["team-a", "team-b"]
 MODES = {"all-namespaces": {}, "watch-namespaces": {"watchNamespaces": WATCHED}}
+NETWORK_POLICIES = {"watchNamespaces": WATCHED, "networkPolicy": {"enabled": True, "experiments": {"enabled": True}}}
 
 # What the operator does in a namespace it watches: (API group, resource, subresource, verbs).
 # Kept here on purpose, apart from the chart, as the specification its Roles must meet.
@@ -89,7 +92,10 @@ def test_helm_lint_strict_is_clean(helm, values):
     ({"operator": {"rallyImage": "", "watchNamespaces": ["x"]}}, "watchNamespaces"),
     ({"image": {"repository": "esbench/esbench", "pullPolicy": "Sometimes"}}, "image.pullPolicy"),
     ({"watchNamespaces": ["team-*"]}, "watchNamespaces.0"),
-], ids=["unknown top-level key", "unknown operator key", "bad pull policy", "namespace pattern"])
+    ({"networkPolicy": {"enabled": True, "egress": []}}, "networkPolicy"),
+    ({"networkPolicy": {"apiServer": {"cidrs": ["10.0.0.10"]}}}, "networkPolicy.apiServer.cidrs.0"),
+], ids=["unknown top-level key", "unknown operator key", "bad pull policy", "namespace pattern",
+        "unknown networkPolicy key", "address without prefix length"])
 def test_values_schema_refuses_what_the_chart_does_not_support(helm, values, complaint):
     result = helm.run("template", "x", str(helm.chart), *helm.value_args(values), check=False)
     assert result.returncode != 0 and complaint in result.stderr, result.stderr
@@ -104,7 +110,7 @@ def test_an_existing_service_account_must_be_named_rather_than_default(helm):
     assert the(objects, "ClusterRoleBinding")["subjects"][0]["name"] == "mine"
 
 
-def test_deployment_runs_one_esbench_operator_at_a_time_with_a_liveness_probe(helm):
+def test_deployment_runs_one_esbench_operator_at_a_time_with_liveness_and_readiness_probes(helm):
     objects = helm.template()
     deployment = the(objects, "Deployment")
     assert deployment["spec"]["replicas"] == 1
@@ -113,6 +119,7 @@ def test_deployment_runs_one_esbench_operator_at_a_time_with_a_liveness_probe(he
     (container,) = pod["containers"]
     assert container["args"] == ["operator", "--liveness", "http://0.0.0.0:8080/healthz"]
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "liveness"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/healthz", "port": "liveness"}
     assert {"name": "liveness", "containerPort": 8080, "protocol": "TCP"} in container["ports"]
     assert pod["serviceAccountName"] == the(objects, "ServiceAccount")["metadata"]["name"]
     labels = deployment["metadata"]["labels"]
@@ -167,6 +174,51 @@ def test_no_role_grants_anything_on_secrets_nor_wildcards(helm, values):
             assert "resourceNames" not in rule and "nonResourceURLs" not in rule, where
 
 
+def test_network_policies_are_off_by_default_and_those_of_experiments_need_watched_namespaces(helm):
+    assert not of_kind(helm.template(), "NetworkPolicy")
+    everywhere = {"networkPolicy": NETWORK_POLICIES["networkPolicy"]}
+    result = helm.run("template", "x", str(helm.chart), *helm.value_args(everywhere), check=False)
+    assert result.returncode != 0 and "needs watchNamespaces" in result.stderr, result.stderr
+
+
+def test_the_operator_pod_may_reach_the_api_server_and_dns_only_and_be_probed(helm):
+    objects = helm.template({"networkPolicy": {"enabled": True}})
+    [policy] = of_kind(objects, "NetworkPolicy")
+    assert policy["metadata"]["namespace"] == "esbench-system"
+    pod = the(objects, "Deployment")["spec"]["template"]
+    assert policy["spec"]["podSelector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
+    assert policy["spec"]["policyTypes"] == ["Ingress", "Egress"]
+    assert policy["spec"]["ingress"] == [{"ports": [{"port": "liveness", "protocol": "TCP"}]}]
+    assert policy["spec"]["egress"] == [
+        {"ports": [{"port": 443, "protocol": "TCP"}, {"port": 6443, "protocol": "TCP"}]},
+        {"ports": [{"port": 53, "protocol": "UDP"}, {"port": 53, "protocol": "TCP"}]},
+    ]
+    [narrow] = of_kind(helm.template({"networkPolicy": {"enabled": True, "apiServer": {
+        "cidrs": ["10.0.0.10/32"], "ports": [6443]}}}), "NetworkPolicy")
+    assert narrow["spec"]["egress"][0] == {"ports": [{"port": 6443, "protocol": "TCP"}],
+                                           "to": [{"ipBlock": {"cidr": "10.0.0.10/32"}}]}
+
+
+def test_experiment_pods_take_ingress_only_from_each_other_and_from_eck_in_each_watched_namespace(helm):
+    policies = [p for p in of_kind(helm.template(NETWORK_POLICIES), "NetworkPolicy") if p["metadata"]["namespace"] in WATCHED]
+    assert sorted(p["metadata"]["namespace"] for p in policies) == WATCHED
+    spec = policies[0]["spec"]
+    experiment_pods = spec["podSelector"]["matchLabels"]
+    experiment = manifests.Experiment("bench-1", "team-a", "uid", ExperimentSpec.model_validate(
+        {"elasticsearch": {"version": "8.15.3"}, "workload": {"track": "smoke"}}))
+    elasticsearch = manifests.elasticsearch_manifest(experiment)
+    rally = manifests.rally_job_manifest(experiment, manifests.connection(experiment, elasticsearch), "esbench", "Never")
+    for pod_labels in (elasticsearch["spec"]["nodeSets"][0]["podTemplate"]["metadata"]["labels"],
+                       rally["spec"]["template"]["metadata"]["labels"]):
+        assert experiment_pods.items() <= pod_labels.items(), "the policy must select what the operator creates"
+    assert spec["policyTypes"] == ["Ingress"]  # egress open: external clusters, Git tracks
+    assert spec["ingress"] == [
+        {"from": [{"podSelector": {"matchLabels": experiment_pods}}]},
+        {"from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "elastic-system"}}}],
+         "ports": [{"port": 9200, "protocol": "TCP"}]},
+    ]
+
+
 # --- against a real API server -----------------------------------------------------------
 
 
@@ -194,6 +246,19 @@ def test_rendered_chart_is_accepted_by_the_api_server_in_a_restricted_namespace(
     finally:
         for name in extra:
             control_plane.delete_namespace(name)
+
+
+def test_network_policies_are_accepted_by_the_api_server(helm, kubectl, control_plane, restricted_namespace):
+    watched = control_plane.create_namespace("esbench-watched-")
+    try:
+        values = {**NETWORK_POLICIES, "watchNamespaces": [watched]}
+        policies = of_kind(helm.template(values, release=release_name(), namespace=restricted_namespace),
+                           "NetworkPolicy")
+        result = dry_run(kubectl, policies)
+        assert result.returncode == 0, result.stderr
+        assert len(result.stdout.split()) == len(policies) == 2
+    finally:
+        control_plane.delete_namespace(watched)
 
 
 def test_operator_pod_is_admitted_under_pod_security_restricted(helm, kubectl, control_plane, restricted_namespace):

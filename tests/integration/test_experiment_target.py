@@ -36,6 +36,17 @@ def container_of(apis, namespace: str, job_name: str):
     return apis.batch.read_namespaced_job(job_name, namespace).spec.template.spec.containers[0]
 
 
+def password_secret_of(apis, namespace: str, job_name: str) -> str:
+    """The Secret whose key the Rally pod reads as the file ES_PASSWORD_FILE names."""
+    pod = apis.batch.read_namespaced_job(job_name, namespace).spec.template.spec
+    env = {e.name: e.value for e in pod.containers[0].env}
+    assert "ES_PASSWORD" not in env
+    directory = env["ES_PASSWORD_FILE"].rpartition("/")[0]
+    [mount] = [m for m in pod.containers[0].volume_mounts if m.mount_path == directory]
+    [volume] = [v for v in pod.volumes if v.name == mount.name]
+    return volume.secret.secret_name
+
+
 def test_a_referenced_eck_cluster_is_waited_for_used_and_never_deleted(
         apis, eck, standin_kubelet, namespace, operator, race_json):
     create_unowned_cluster(apis, namespace, "shared")
@@ -54,8 +65,7 @@ def test_a_referenced_eck_cluster_is_waited_for_used_and_never_deleted(
     assert benchmarking["status"]["clusterVersion"] == "8.15.3"
     container = container_of(apis, namespace, "on-shared-rally")
     assert "--target-url=https://shared-es-http." + namespace + ".svc:9200" in container.args
-    password = next(e for e in container.env if e.name == "ES_PASSWORD")
-    assert password.value_from.secret_key_ref.name == "shared-es-elastic-user"
+    assert password_secret_of(apis, namespace, "on-shared-rally") == "shared-es-elastic-user"
 
     standin_kubelet.finish_job_pod(namespace, "on-shared-rally", runner_log(
         RaceReport(succeeded=True, results=summarize(race_json), race_json=race_json)), exit_code=0)
@@ -94,7 +104,7 @@ def test_an_external_cluster_gets_its_credentials_from_secrets_only(
     assert "--target-url=https://es.example.internal:9243" in container.args
     env = {e.name: e for e in container.env}
     assert env["ES_USERNAME"].value == "bench"
-    assert env["ES_PASSWORD"].value_from.secret_key_ref.name == "es-creds"
+    assert password_secret_of(apis, namespace, "external-rally") == "es-creds"
     standin_kubelet.finish_job_pod(namespace, "external-rally", runner_log(
         RaceReport(succeeded=True, results=summarize(race_json), race_json=race_json)), exit_code=0)
     assert wait_phase(apis, namespace, "external", "Succeeded")["status"]["results"]["tasks"]

@@ -3,6 +3,7 @@
 import json
 
 import pytest
+import yaml
 
 from esbench.api.models import ExperimentSpec
 from esbench.controller import manifests, readiness
@@ -22,6 +23,21 @@ def rally_job(exp, image="esbench:dev", pull_policy="Never"):
     """The Job for an Experiment with a cluster of its own (ECK's resource as we create it)."""
     connection = manifests.connection(exp, manifests.elasticsearch_manifest(exp))
     return manifests.rally_job_manifest(exp, connection, image, pull_policy)
+
+
+def password_file(pod):
+    """The Secret key the runner reads its password from, and the file's mode: ES_PASSWORD_FILE
+    names a file of a read-only secret volume that holds that key alone."""
+    [container] = pod["containers"]
+    env = {e["name"]: e for e in container["env"]}
+    assert "ES_PASSWORD" not in env, "no password in the environment, not even by reference"
+    directory, _, file = env["ES_PASSWORD_FILE"]["value"].rpartition("/")
+    [mount] = [m for m in container["volumeMounts"] if m["mountPath"] == directory]
+    assert mount["readOnly"] is True
+    [volume] = [v for v in pod["volumes"] if v["name"] == mount["name"]]
+    [item] = volume["secret"]["items"]
+    assert item["path"] == file
+    return {"name": volume["secret"]["secretName"], "key": item["key"]}, volume["secret"]["defaultMode"]
 
 
 def test_every_child_is_owned_by_the_experiment_and_labelled():
@@ -108,7 +124,7 @@ def test_storage_class_reaches_the_claim():
                      "storageClassName": "fast-ssd"}
 
 
-def test_rally_job_gets_credentials_by_reference_and_no_api_token():
+def test_rally_job_gets_credentials_as_files_from_secrets_and_no_api_token():
     job = rally_job(experiment())
     assert job["metadata"]["name"] == "bench-1-rally"
     assert job["spec"]["backoffLimit"] == 0
@@ -119,9 +135,9 @@ def test_rally_job_gets_credentials_by_reference_and_no_api_token():
     [container] = pod["containers"]
     assert container["image"] == "esbench:dev" and container["imagePullPolicy"] == "Never"
     env = {e["name"]: e for e in container["env"]}
-    assert env["ES_PASSWORD"] == {"name": "ES_PASSWORD", "valueFrom": {
-        "secretKeyRef": {"name": "bench-1-es-elastic-user", "key": "elastic"}}}
+    assert password_file(pod) == ({"name": "bench-1-es-elastic-user", "key": "elastic"}, 0o400)
     assert env["ES_USERNAME"]["value"] == "elastic"
+    assert not any("valueFrom" in e for e in container["env"])
     assert json.loads(env["ESBENCH_SPEC"]["value"])["workload"]["track"] == "smoke"
     assert container["args"] == [
         "race",
@@ -145,6 +161,23 @@ def test_rally_pod_meets_pod_security_restricted():
     assert context["readOnlyRootFilesystem"] is True
     mounts = {m["mountPath"] for m in pod["containers"][0]["volumeMounts"]}
     assert {"/work", "/tmp"} <= mounts  # writable places despite the read-only root
+
+
+def test_the_rally_pod_and_the_operator_run_as_the_high_uid_of_the_esbench_image(repo_root):
+    """One uid of 10000 or more (checkov's CKV_K8S_40) in both image builds, the chart and the Job."""
+    uid = manifests.RUNNER_UID
+    assert uid >= 10000
+    pod = rally_job(experiment())["spec"]["template"]["spec"]["securityContext"]
+    assert (pod["runAsUser"], pod["runAsGroup"], pod["fsGroup"]) == (uid, uid, uid)
+    dockerfile = (repo_root / "operator" / "Dockerfile").read_text()
+    offline_image = (repo_root / "scripts" / "images" / "esbench.sh").read_text()
+    for build in (dockerfile, offline_image):
+        assert f"groupadd --gid {uid} esbench" in build and f"useradd --uid {uid} --gid esbench" in build
+    assert f"USER {uid}:{uid}\n" in dockerfile and f"--user {uid}:{uid} " in offline_image
+    values = yaml.safe_load((repo_root / "charts" / "esbench" / "values.yaml").read_text())
+    assert {key: values["podSecurityContext"][key] for key in ("runAsUser", "runAsGroup", "fsGroup")} == {
+        "runAsUser": uid, "runAsGroup": uid, "fsGroup": uid}
+    assert (values["securityContext"]["runAsUser"], values["securityContext"]["runAsGroup"]) == (uid, uid)
 
 
 def test_rally_job_without_tls_uses_http_and_mounts_no_ca():
@@ -191,8 +224,7 @@ def test_rally_job_against_a_referenced_eck_cluster_uses_its_service_and_secrets
         container = job["spec"]["template"]["spec"]["containers"][0]
         assert f"--target-url={url}" in container["args"]
         assert ("--ca-file=/etc/esbench/ca/ca.crt" in container["args"]) is ca
-        env = {e["name"]: e for e in container["env"]}
-        assert env["ES_PASSWORD"]["valueFrom"]["secretKeyRef"] == {"name": "shared-es-elastic-user", "key": "elastic"}
+        assert password_file(job["spec"]["template"]["spec"])[0] == {"name": "shared-es-elastic-user", "key": "elastic"}
         assert job["metadata"]["ownerReferences"][0]["name"] == "bench-1"  # the Job is still the Experiment's
 
 
@@ -207,7 +239,7 @@ def test_rally_job_against_an_external_cluster_takes_secrets_by_reference():
     assert "--target-url=https://es.example.com:9243" in container["args"]
     env = {e["name"]: e for e in container["env"]}
     assert env["ES_USERNAME"]["value"] == "bench"
-    assert env["ES_PASSWORD"]["valueFrom"]["secretKeyRef"] == {"name": "es-creds", "key": "password"}
+    assert password_file(pod)[0] == {"name": "es-creds", "key": "password"}
     [ca] = [v for v in pod["volumes"] if v["name"] == "es-ca"]
     assert ca["secret"] == {"secretName": "es-ca", "items": [{"key": "root.pem", "path": "ca.crt"}]}
 
@@ -218,3 +250,4 @@ def test_rally_job_against_an_open_external_cluster_sends_no_credentials():
         "spec"]["template"]["spec"]["containers"][0]
     assert {e["name"] for e in container["env"]} == {"ESBENCH_SPEC", "HOME"}
     assert not any(a.startswith("--ca-file") for a in container["args"])
+    assert {m["mountPath"] for m in container["volumeMounts"]} == {"/work", "/tmp"}

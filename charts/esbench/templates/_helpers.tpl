@@ -49,6 +49,15 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 
 {{/*
+Labels the operator puts on every pod an Experiment or a sweep creates, Elasticsearch's and
+Rally's (operator/esbench/controller/manifests.py, labels()): the NetworkPolicy selects them.
+*/}}
+{{- define "esbench.experimentPodLabels" -}}
+app.kubernetes.io/part-of: esbench
+app.kubernetes.io/managed-by: esbench-operator
+{{- end }}
+
+{{/*
 The operator's ServiceAccount. Without serviceAccount.create, an existing one must be named:
 falling back to "default" would hand the operator's permissions to every pod that uses it.
 */}}
@@ -84,7 +93,7 @@ The operator image; the Rally Jobs use the same one unless operator.rallyImage i
 What the operator does in each namespace it watches (see operator/esbench/controller/kube.py,
 lifecycle.py, handlers.py). Shared by the ClusterRole (all namespaces) and the per-namespace
 Roles. Deliberately nothing on Secrets: the Rally pod gets ECK's credentials by reference
-(secretKeyRef, secret volume), which the kubelet resolves, not the operator.
+(secret volumes), which the kubelet resolves, not the operator.
 */}}
 {{- define "esbench.operatorRules" -}}
 # Experiments: read and watch them (kopf), patch them (kopf keeps its progress in

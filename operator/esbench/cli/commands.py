@@ -26,7 +26,7 @@ from rich.text import Text
 from esbench.analysis import compare, contrasts, stats
 from esbench.analysis.compare import Comparison, Section, Verdict, format_value
 from esbench.api import models, validation
-from esbench.cli import local, sources
+from esbench.cli import credentials, local, sources
 
 # --- progress ------------------------------------------------------------------------------
 
@@ -260,7 +260,8 @@ def _read_experiment(path: str) -> Any:
 
 @click.command("run")
 @click.argument("file", metavar="FILE.yaml")
-@click.option("--es-url", help="Race an existing cluster at this URL (credentials from ES_USERNAME/ES_PASSWORD).")
+@click.option("--es-url", help="Race an existing cluster at this URL (credentials from ES_USERNAME and "
+                                "ES_PASSWORD or ES_PASSWORD_FILE).")
 @click.option("--ca-file", type=click.Path(exists=True, dir_okay=False), help="CA certificate for --es-url.")
 @click.option("--es-home", type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="Start Elasticsearch from this unpacked distribution instead of downloading one.")
@@ -309,10 +310,10 @@ def run_command(ctx: click.Context, file: str, es_url: str | None, ca_file: str 
     if spec.target and not es_url:
         # Its cluster lives in Kubernetes, with credentials in Secrets this machine cannot read.
         raise click.UsageError("the Experiment's spec.target names an existing cluster: give its URL with --es-url "
-                               "(credentials in ES_USERNAME / ES_PASSWORD)")
+                               "(credentials in ES_USERNAME and ES_PASSWORD or ES_PASSWORD_FILE)")
+    username, password = credentials.from_env() if es_url else (None, None)
     options = local.Options(
-        es_url=es_url, ca_file=ca_file, es_home=es_home,
-        username=os.environ.get("ES_USERNAME"), password=os.environ.get("ES_PASSWORD"),
+        es_url=es_url, ca_file=ca_file, es_home=es_home, username=username, password=password,
         esrally=esrally or local.find_esrally(), work_dir=work_dir, target_timeout=target_timeout,
     )
     name = stored["metadata"]["name"]

@@ -2,7 +2,8 @@
 
 The same Experiment file and the same runner (esbench.runner, what the Rally Job runs); only
 the cluster differs. Elasticsearch comes from one of:
-  --es-url    an existing cluster (credentials from ES_USERNAME / ES_PASSWORD, --ca-file);
+  --es-url    an existing cluster (credentials from ES_USERNAME and ES_PASSWORD or
+              ES_PASSWORD_FILE, --ca-file);
   --es-home   an unpacked distribution on this machine, started here;
   (default)   Maven Central's integ-test-zip for spec.elasticsearch.version, downloaded once
               (sha1-verified, cached), started here.

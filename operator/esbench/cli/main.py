@@ -14,7 +14,7 @@ import yaml
 
 from esbench.api import models
 from esbench.api.race_report import FailureKind
-from esbench.cli import commands
+from esbench.cli import commands, credentials
 from esbench.runner import race
 
 
@@ -45,11 +45,13 @@ def race_command(spec_file: Path | None, target_url: str, ca_file: str | None, r
          work_dir: Path, target_timeout: float) -> None:
     """Run one Rally race against TARGET and print the race report lines.
 
-    Credentials come from ES_USERNAME / ES_PASSWORD (never from options, so that they stay off
-    command lines); esrally from ESBENCH_ESRALLY (default: esrally on PATH).
+    Credentials come from ES_USERNAME and ES_PASSWORD, or ES_PASSWORD_FILE naming a file that
+    holds the password (what the Rally Job sets), never from options, so that they stay off
+    command lines; esrally from ESBENCH_ESRALLY (default: esrally on PATH).
     Exit status: 0 success, 10 InvalidSpec, 11 TargetUnreachable, 12 TrackError,
     13 RaceFailed, 14 RaceErrors, 16 RaceTimeout.
     """
+    username, password = credentials.from_env()
     text = spec_file.read_text() if spec_file else os.environ.get("ESBENCH_SPEC")
     try:
         if not text:
@@ -64,8 +66,8 @@ def race_command(spec_file: Path | None, target_url: str, ca_file: str | None, r
             race_id=race_id or str(uuid.uuid4()),
             work_dir=work_dir,
             ca_file=ca_file,
-            username=os.environ.get("ES_USERNAME"),
-            password=os.environ.get("ES_PASSWORD"),
+            username=username,
+            password=password,
             esrally=os.environ.get("ESBENCH_ESRALLY", "esrally"),
             target_timeout=target_timeout,
         )

@@ -46,7 +46,12 @@ ES_POD_SECURITY_CONTEXT = {"runAsNonRoot": True, "runAsUser": 1000, "fsGroup": 1
 ES_CONTAINER_SECURITY_CONTEXT = {"allowPrivilegeEscalation": False, "privileged": False, "readOnlyRootFilesystem": True,
                                  "capabilities": {"drop": ["ALL"]}, "runAsNonRoot": True}
 ECK_INIT_CONTAINERS = ("elastic-internal-init-filesystem", "elastic-internal-suspend")
+# The esbench image's user and group (operator/Dockerfile, scripts/images/esbench.sh; the chart
+# runs the operator as them too): 10000 or more, above the nodes' own users.
+RUNNER_UID = 10001
 CA_MOUNT = "/etc/esbench/ca"
+# The password reaches the runner as a file (ES_PASSWORD_FILE), not as an environment variable.
+PASSWORD_MOUNT = "/etc/esbench/es-password"
 WORK_DIR = "/work"
 # ConfigMaps hold at most 1 MiB; larger race.json files are stored gzip'd as binaryData.
 CONFIGMAP_TEXT_LIMIT = 900_000
@@ -241,7 +246,7 @@ def rally_job_manifest(experiment: Experiment, connection: Connection, image: st
                        deadline_grace_seconds: int = 120) -> dict[str, Any]:
     """The Job that runs `esbench race` (Rally) against the cluster under test.
 
-    Credentials come from Secrets by reference only; the pod gets no API token.
+    Credentials come from Secrets by reference only, mounted as files; the pod gets no API token.
     """
     spec = experiment.spec
     rally = spec.rally
@@ -251,26 +256,31 @@ def rally_job_manifest(experiment: Experiment, connection: Connection, image: st
         f"--race-id={experiment.race_id}",
         f"--work-dir={WORK_DIR}",
     ]
-    if connection.ca:
-        args.append(f"--ca-file={CA_MOUNT}/ca.crt")
     env: list[dict[str, Any]] = [
         {"name": "ESBENCH_SPEC", "value": json.dumps(spec.to_wire(), sort_keys=True)},
         {"name": "HOME", "value": WORK_DIR},
     ]
+    mounts = [{"name": "work", "mountPath": WORK_DIR}, {"name": "tmp", "mountPath": "/tmp"}]
+    volumes: list[dict[str, Any]] = [{"name": "work", "emptyDir": {}}, {"name": "tmp", "emptyDir": {}}]
+
+    def mount_secret_key(volume: str, ref: SecretKeyRef, directory: str, file: str, mode: int | None = None) -> str:
+        """One key of a Secret as a read-only file; returns its path."""
+        secret: dict[str, Any] = {"secretName": ref.name, "items": [{"key": ref.key, "path": file}]}
+        if mode is not None:
+            secret["defaultMode"] = mode
+        volumes.append({"name": volume, "secret": secret})
+        mounts.append({"name": volume, "mountPath": directory, "readOnly": True})
+        return f"{directory}/{file}"
+
+    if connection.ca:
+        args.append(f"--ca-file={mount_secret_key('es-ca', connection.ca, CA_MOUNT, 'ca.crt')}")
     if connection.username:
         env.append({"name": "ES_USERNAME", "value": connection.username})
     if connection.password:
-        env.append({"name": "ES_PASSWORD", "valueFrom": {"secretKeyRef": connection.password.to_wire()}})
-    mounts = [{"name": "work", "mountPath": WORK_DIR}, {"name": "tmp", "mountPath": "/tmp"}]
-    volumes: list[dict[str, Any]] = [{"name": "work", "emptyDir": {}}, {"name": "tmp", "emptyDir": {}}]
-    if connection.ca:
-        mounts.append({"name": "es-ca", "mountPath": CA_MOUNT, "readOnly": True})
-        volumes.append(
-            {
-                "name": "es-ca",
-                "secret": {"secretName": connection.ca.name, "items": [{"key": connection.ca.key, "path": "ca.crt"}]},
-            }
-        )
+        # Readable by its owner (root) alone; the kubelet hands it to the pod's fsGroup with group
+        # read, so that the runner can read it and no other user can.
+        path = mount_secret_key("es-password", connection.password, PASSWORD_MOUNT, "password", mode=0o400)
+        env.append({"name": "ES_PASSWORD_FILE", "value": path})
     container: dict[str, Any] = {
         "name": RALLY_CONTAINER,
         "image": rally.image or image,
@@ -309,9 +319,9 @@ def rally_job_manifest(experiment: Experiment, connection: Connection, image: st
                     "enableServiceLinks": False,
                     "securityContext": {
                         "runAsNonRoot": True,
-                        "runAsUser": 1000,
-                        "runAsGroup": 1000,
-                        "fsGroup": 1000,
+                        "runAsUser": RUNNER_UID,
+                        "runAsGroup": RUNNER_UID,
+                        "fsGroup": RUNNER_UID,
                         "seccompProfile": {"type": "RuntimeDefault"},
                     },
                     "containers": [container],

@@ -317,9 +317,10 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
     print(f"esbench: {' '.join(command)}", file=out, flush=True)
 
     env = {**os.environ, "RALLY_HOME": str(rally_home)}
-    # Rally needs neither; keeping them out of its environment keeps them out of its reach.
-    env.pop("ES_PASSWORD", None)
-    env.pop("ES_USERNAME", None)
+    # Rally needs none of them (it reads client-options.json): they stay out of its environment
+    # and its children's.
+    for name in ("ES_PASSWORD", "ES_PASSWORD_FILE", "ES_USERNAME"):
+        env.pop(name, None)
     cluster_nodes, processors = environment.read_nodes(lambda path: target.get(path, timeout=10))
     try:
         for _ in range(RALLY_START_ATTEMPTS):
