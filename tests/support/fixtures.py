@@ -48,10 +48,11 @@ def standin_kubelet(control_plane):
         yield kubelet
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def operator_kubeconfig(control_plane, helm):
     """A kubeconfig for the operator under test: the chart's ServiceAccount, RBAC and admission
-    policy, as `helm install` gives them, so that a request the chart does not grant fails."""
+    policy, as `helm install` gives them, so that a request the chart does not grant fails.
+    Per module: the chart tests that share the control plane need it without esbench's policy."""
     with operator_access(helm, control_plane, control_plane.create_namespace("esbench-system-")) as kubeconfig:
         yield kubeconfig
 
