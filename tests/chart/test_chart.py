@@ -174,6 +174,14 @@ def test_no_role_grants_anything_on_secrets_nor_wildcards(helm, values):
             assert "resourceNames" not in rule and "nonResourceURLs" not in rule, where
 
 
+def test_the_admission_policy_is_on_by_default_and_gone_when_disabled(helm):
+    def policy_kinds(values=None) -> list[str]:
+        return sorted(o["kind"] for o in helm.template(values) if o["kind"].startswith("ValidatingAdmissionPolicy"))
+
+    assert policy_kinds() == ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"]
+    assert policy_kinds({"admissionPolicy": {"enabled": False}}) == []
+
+
 def test_network_policies_are_off_by_default_and_those_of_experiments_need_watched_namespaces(helm):
     assert not of_kind(helm.template(), "NetworkPolicy")
     everywhere = {"networkPolicy": NETWORK_POLICIES["networkPolicy"]}
