@@ -160,6 +160,9 @@ class ControlPlane:
     first discovery (CRDs added later are picked up on its 30 s discovery resync).
     `controller_api_qps`: each controller's API request rate (kube-controller-manager's
     default, 20 per second, lets its Job controller complete about 4 Jobs per second here).
+    `audit`: the API server writes an audit log (`audit_events()`) of every request made by a
+    ServiceAccount outside kube-system (the operator's, not the controllers' own), so that a
+    bench counts the requests a client makes as the server saw them.
     """
 
     def __init__(
@@ -170,12 +173,14 @@ class ControlPlane:
         controllers: Iterable[str] = DEFAULT_CONTROLLERS,
         startup_timeout: float = 60.0,
         controller_api_qps: int | None = None,
+        audit: bool = False,
     ) -> None:
         self.bin_dir = Path(bin_dir) if bin_dir else k8s_bin_dir()
         self.crd_paths = [Path(p) for p in crd_paths]
         self.controllers = list(controllers)
         self.startup_timeout = startup_timeout
         self.controller_api_qps = controller_api_qps
+        self.audit = audit
         self.ca: CertificateAuthority | None = None  # also trusted for the kubelet's serving cert
         self.ca_path: Path | None = None
         self.workdir: Path | None = None
@@ -303,12 +308,32 @@ class ControlPlane:
             # nothing here runs in-cluster clients that would need it.
             "--endpoint-reconciler-type=none",
             "--profiling=false",
+            *self._audit_flags(),
         ], self.workdir / "kube-apiserver.log"))
         self.kubeconfig_path = self.workdir / "admin.kubeconfig"
         self.kubeconfig_path.write_text(yaml.safe_dump(
             _kubeconfig(self.server, self.ca.cert_pem, "esbench-admin", _certificate(self._admin))
         ))
         self._wait_ready("kube-apiserver", f"{self.server}/readyz", client_cert=self._admin_paths)
+
+    def _audit_flags(self) -> list[str]:
+        if not self.audit:
+            return []
+        policy = self.workdir / "audit-policy.yaml"
+        policy.write_text(yaml.safe_dump({"apiVersion": "audit.k8s.io/v1", "kind": "Policy",
+                                          "omitStages": ["RequestReceived"], "rules": [
+                                              {"level": "None", "userGroups": ["system:serviceaccounts:kube-system"]},
+                                              {"level": "Metadata", "userGroups": ["system:serviceaccounts"]},
+                                              {"level": "None"}]}))
+        # Written in the request's path (the default, blocking mode), so that a request answered
+        # is in the log; never rotated, so that the log is one file.
+        return [f"--audit-policy-file={policy}", f"--audit-log-path={self.workdir / 'audit.log'}",
+                "--audit-log-maxsize=100000"]
+
+    def audit_events(self) -> list[dict]:
+        """The audit log so far (ControlPlane(audit=True)): one event per answered request, at Metadata level."""
+        path = self.workdir / "audit.log"
+        return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
     def _start_controller_manager(self, binary: str) -> None:
         port = free_port()
