@@ -80,7 +80,8 @@ class Cluster:
 def obtain_cluster(flavour: str | None = None, keep: bool | None = None) -> Iterator[Cluster]:
     """The cluster of ESBENCH_E2E_CLUSTER (default `node`); see tests/e2e/conftest.py.
 
-    `node`: a node already up is reused and kept; otherwise scripts/node/up.sh starts one and
+    `node`: a node already up (its API server answers) is reused and kept; otherwise what a dead
+    one left is removed, scripts/node/up.sh starts one and
     scripts/node/down.sh removes it afterwards, unless `keep` (default: ESBENCH_E2E_KEEP_NODE).
     PermissionError when not root (the node needs containers, iptables, mounts).
     """
@@ -91,7 +92,10 @@ def obtain_cluster(flavour: str | None = None, keep: bool | None = None) -> Iter
         if os.geteuid() != 0:
             raise PermissionError("the offline node needs root (containers, iptables, mounts)")
         kubeconfig = NODE_DIR / "admin.kubeconfig"
-        if not kubeconfig.exists():
+        if not _answers(kubeconfig):
+            # What a node killed without scripts/node/down.sh left (its files, mounts, iptables
+            # chains) would stop a new one from starting.
+            run(["bash", str(ROOT / "scripts/node/down.sh")])
             started = True
             try:
                 kubeconfig = Path(script("node/up.sh"))
@@ -107,6 +111,17 @@ def obtain_cluster(flavour: str | None = None, keep: bool | None = None) -> Iter
     finally:
         if started and not keep:
             run(["bash", str(ROOT / "scripts/node/down.sh")])
+
+
+def _answers(kubeconfig: Path) -> bool:
+    """Whether a node's API server answers with these credentials (the node is up)."""
+    if not kubeconfig.exists():
+        return False
+    try:
+        client.VersionApi(config.new_client_from_config(str(kubeconfig))).get_code(_request_timeout=5)
+        return True
+    except Exception:  # refused, timed out, or credentials of a node long gone: not up
+        return False
 
 
 def _wait_established(cluster: Cluster, crd: str) -> None:
