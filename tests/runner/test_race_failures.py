@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from esbench.api.race_report import FailureKind
 from esbench.cli.localcluster import free_port
 from esbench.runner.race import EXIT_CODES, rally_processes
@@ -59,6 +61,10 @@ def test_a_malformed_spec_is_an_invalid_spec(race):
     assert_failed(run, FailureKind.INVALID_SPEC, "elasticsearch")
 
 
+# Its 75 s budget is wall time: a race that first waits for another machine-wide Rally (the runner
+# waits; Rally refuses to race beside one, and the e2e suite's Rally pods are processes of this
+# machine) would spend it waiting.
+@pytest.mark.measures
 def test_a_race_over_its_time_budget_is_stopped_with_all_its_rally_processes(clusters, race):
     # 75 s for everything, minus the runner's reporting margin: a full smoke race needs ~60 s.
     slow = spec(testMode=False)

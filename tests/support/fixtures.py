@@ -1,4 +1,4 @@
-"""Session fixtures shared by every test directory (a pytest plugin, registered once in tests/conftest.py).
+"""Fixtures shared by every test directory (a pytest plugin, registered once in tests/conftest.py).
 
 A real Kubernetes control plane: one etcd + kube-apiserver + kube-controller-manager and one
 stand-in kubelet per test process, and a fresh namespace per test; helm and the chart, and what
