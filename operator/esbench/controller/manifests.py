@@ -173,7 +173,7 @@ def _node_set(owner: Owner, es: Elasticsearch, name: str, count: int, roles: lis
     config: dict[str, Any] = {"node.roles": roles} if roles is not None else {}
     config.update(es.node_config())
 
-    # ECK's pre-stop hook waits (50 s by default) so that clients stop sending requests to a
+    # ECK's pre-stop hook waits so that clients stop sending requests to a
     # terminating pod; nothing sends any to an esbench cluster once its race is over, the only
     # time it is stopped, so a cleanup waits for nothing.
     env = [{"name": "PRE_STOP_ADDITIONAL_WAIT_SECONDS", "value": "0"}]
