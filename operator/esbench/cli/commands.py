@@ -297,11 +297,7 @@ def run_command(ctx: click.Context, file: str, es_url: str | None, ca_file: str 
     if ca_file and not es_url:
         raise click.UsageError("--ca-file applies to --es-url only")
     try:
-        schema = validation.load_schema()
-    except FileNotFoundError as error:
-        raise click.ClickException(str(error)) from error
-    try:
-        stored = validation.admit(_read_experiment(file), schema)
+        stored = validation.admit(_read_experiment(file))
         spec = validation.parse_spec(stored)
     except (validation.Rejected, yaml.YAMLError) as error:
         message = error.message if isinstance(error, validation.Rejected) else f"{file}: not valid YAML: {error}"
