@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 
 from esbench.api import models
-from esbench.api.race_report import MARKER, Failure, FailureKind, RaceReport
+from esbench.api.race_report import MARKER, Failure, RaceReport
+from esbench.api.reasons import Reason
 from esbench.runner.results import summarize
 from tests.support.admission import deletion_held, deletion_refused
 from tests.support.controlplane import K8S_VERSION
@@ -221,7 +222,7 @@ def test_race_errors_fail_the_experiment_and_keep_partial_results(
         apis, eck, standin_kubelet, namespace, operator, race_json):
     run_to_benchmarking(apis, eck, namespace, "errors")
     report = RaceReport(succeeded=False, results=summarize(race_json), race_json=race_json,
-                        failure=Failure(kind=FailureKind.RACE_ERRORS, message="error rate 12.5% in task query"))
+                        failure=Failure(kind=Reason.RACE_ERRORS, message="error rate 12.5% in task query"))
     standin_kubelet.finish_job_pod(namespace, "errors-rally", runner_log(report), exit_code=13)
     failed = wait_phase(apis, namespace, "errors", "Failed")
     assert failed["status"]["reason"] == "RaceErrors"

@@ -1,7 +1,8 @@
 """The API reference (docs/api.md), made from the CRDs that the models make.
 
 One table per resource section, a row per field (its path, type, default, bounds and
-description), then the rules the API server checks at admission with the message it answers.
+description), then the rules the API server checks at admission with the message it answers;
+last, every reason esbench writes, with its meaning.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from esbench.api import crds
+from esbench.api.reasons import MEANINGS
 
 _BOUNDS = (("minimum", ">="), ("maximum", "<="), ("minLength", "length >="), ("maxLength", "length <="),
            ("minItems", "items >="), ("maxItems", "items <="), ("maxProperties", "keys <="))
@@ -103,4 +105,7 @@ def markdown() -> str:
         lines.append("")
         lines += _section("spec", root["properties"]["spec"], "spec")
         lines += _section("status", root["properties"]["status"], "status")
+    lines += ["## Reasons", "", "In `status.reason`, in conditions, in Events (marked), and in the runner's report.", "",
+              "| Reason | Meaning |", "|---|---|"]
+    lines += [f"| `{reason}` | {_cell(meaning)} |" for reason, meaning in MEANINGS.items()]
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -36,7 +36,8 @@ from kubernetes.utils import parse_quantity
 
 from esbench.analysis import contrasts
 from esbench.api import models
-from esbench.api.race_report import FailureKind, RaceReport
+from esbench.api.race_report import RaceReport
+from esbench.api.reasons import Reason
 from esbench.cli import localcluster
 from esbench.controller import status
 from esbench.runner import race
@@ -45,7 +46,7 @@ from esbench.runner.target import Target
 DEFAULT_HEAP = "1g"
 CLUSTER_NOT_READY = "ClusterNotReady"  # the operator's reason when the cluster never became ready
 # race.EXIT_CODES covers the race's outcomes (0, 10-14, 16); 15 and 130 are local mode's own.
-EXIT_INVALID_SPEC = race.EXIT_CODES[FailureKind.INVALID_SPEC]
+EXIT_INVALID_SPEC = race.EXIT_CODES[Reason.INVALID_SPEC]
 EXIT_CLUSTER_NOT_READY = 15
 EXIT_INTERRUPTED = 130
 RACE_SUCCEEDED = ("RaceSucceeded", "Race finished; results collected")  # as the operator words it

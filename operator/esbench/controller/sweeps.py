@@ -37,6 +37,7 @@ from esbench.api.models import (
     SweepSpec,
     Workload,
 )
+from esbench.api.reasons import Reason
 from esbench.controller import grid, manifests, names, status
 from esbench.controller.kube import KindNotServed, Kube, Rejected
 from esbench.controller.lifecycle import ECK_NOT_INSTALLED, EventSink, KeyedLocks, delete_cluster
@@ -44,8 +45,8 @@ from esbench.controller.lifecycle import ECK_NOT_INSTALLED, EventSink, KeyedLock
 COMPLETE = "Complete"
 GATES_PASSED = "GatesPassed"
 # Failures a retry cannot mend: the same spec fails the same way.
-NOT_RETRIED = {"InvalidSpec", "ClusterNameConflict", "JobNameConflict"}
-RUN_DELETED = "RunDeleted"
+NOT_RETRIED = {Reason.INVALID_SPEC, Reason.CLUSTER_NAME_CONFLICT, Reason.JOB_NAME_CONFLICT}
+RUN_DELETED = Reason.RUN_DELETED
 MAX_LISTED_FAILURES = 20
 
 
@@ -263,17 +264,17 @@ def status_report(plan: grid.Plan, states: list[Progress], run_groups: dict[str,
         fields["gates"] = gates
         failed_gates = [g for g in gates if g["result"] == "Failed"]
         if failed_gates:
-            conditions.append((GATES_PASSED, False, "GateFailed",
+            conditions.append((GATES_PASSED, False, Reason.GATE_FAILED,
                                "; ".join(f"{g['task']} {g['metric']}: {g['message']}" for g in failed_gates)))
         elif complete:
-            conditions.append((GATES_PASSED, True, "GatesPassed", f"{len(gates)} gate(s) passed"))
+            conditions.append((GATES_PASSED, True, Reason.GATES_PASSED, f"{len(gates)} gate(s) passed"))
     if complete and counts["failed"]:
-        phase, reason = SweepPhase.FAILED, "RunsFailed"
+        phase, reason = SweepPhase.FAILED, Reason.RUNS_FAILED
         message = f"{counts['failed']} of {len(states)} runs failed after retries; the comparison uses the others"
     elif complete:
-        phase, reason, message = SweepPhase.SUCCEEDED, "Completed", f"All {len(states)} runs succeeded"
+        phase, reason, message = SweepPhase.SUCCEEDED, Reason.COMPLETED, f"All {len(states)} runs succeeded"
     else:
-        phase, reason = SweepPhase.RUNNING, "Running"
+        phase, reason = SweepPhase.RUNNING, Reason.RUNNING
         message = f"{finished}/{len(states)} runs finished, {counts['running']} running"
     fields.update(phase=phase.value, reason=reason, message=message)
     if complete:
@@ -305,10 +306,10 @@ class SweepReconciler:
                 plan = _plan(sweep.uid, sweep.spec.model_dump_json(), name, namespace)
             except (ValidationError, grid.InvalidSweep) as error:
                 message = _message(error)
-                self._patch(body, {"phase": SweepPhase.FAILED.value, "reason": "InvalidSpec", "message": message,
+                self._patch(body, {"phase": SweepPhase.FAILED.value, "reason": Reason.INVALID_SPEC, "message": message,
                                    "completionTime": status.now()},
-                            (COMPLETE, True, "InvalidSpec", message))
-                self.emit(body, "Warning", "InvalidSpec", message)
+                            (COMPLETE, True, Reason.INVALID_SPEC, message))
+                self.emit(body, "Warning", Reason.INVALID_SPEC, message)
                 return
             self._step(body, sweep, plan)
 
@@ -326,9 +327,9 @@ class SweepReconciler:
             for run in runs_to_start(plan, by_key, run_groups, spec.parallelism):
                 self._start(body, sweep, run, by_key[run.key], clusters.get(_group_of(run, run_groups)))
         except KindNotServed:
-            not_started = ("EckNotInstalled", ECK_NOT_INSTALLED)
+            not_started = (Reason.ECK_NOT_INSTALLED, ECK_NOT_INSTALLED)
         except Rejected as rejected:  # e.g. a quota: said in the status until it is lifted
-            not_started = ("Rejected", str(rejected))
+            not_started = (Reason.REJECTED, str(rejected))
         for key, runs in run_groups.items():
             if key in clusters and all(by_key[r.key].final for r in runs):
                 self._release(body, sweep, clusters[key], any(by_key[r.key].state == RunState.FAILED for r in runs))
@@ -383,7 +384,7 @@ class SweepReconciler:
         # lists it is then a deleted attempt, not a run never started (and started again).
         state.attempts.append(manifest)
         retry = f" (attempt {attempt})" if attempt > 1 else ""
-        self.emit(body, "Normal", "RunStarted", f"{manifest['metadata']['name']}: cell {run.cell.id} "
+        self.emit(body, "Normal", Reason.RUN_STARTED, f"{manifest['metadata']['name']}: cell {run.cell.id} "
                   f"({run.cell.label}), repetition {run.repetition}{retry}")
 
     def _release(self, body: dict[str, Any], sweep: manifests.Sweep, cluster: str, any_failed: bool) -> None:
