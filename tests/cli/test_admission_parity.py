@@ -3,7 +3,7 @@
 Every case of the admission table plus cases for each kind of schema check (type, bounds,
 lengths, counts, patterns, required fields, list-map keys, metadata.name, unknown fields,
 several errors at once, CEL rules skipped after a blocking error) goes to the real API server
-(dry run, strict field validation, the CRD from crds/) and to esbench.validation; the HTTP status
+(dry run, strict field validation, the CRD from crds/) and to esbench.api.validation; the HTTP status
 and the message must match. Where several errors are reported, the API server's order depends on
 Go map iteration, so those are compared as sets of errors.
 """

@@ -31,11 +31,6 @@ from esbench.controller.status import BENCHMARK_COMPLETE, CLUSTER_READY
 EventSink = Callable[[dict[str, Any], str, str, str], None]
 
 
-# An Experiment that waits for its own cluster or for its Job is brought back by their watch
-# events; the resync still looks at it every this many resync intervals (5 min by default), in case
-# one was missed. A last resort: kopf lists every object again whenever a watch breaks.
-WATCHED_WAIT_RESYNCS = 30
-
 ECK_NOT_INSTALLED = (
     "The Elasticsearch kind (elasticsearch.k8s.elastic.co/v1) is not served by this API server: "
     "install ECK (its CRDs and operator) first"
@@ -406,29 +401,6 @@ class Reconciler:
         self.kube.patch_experiment_status(body["metadata"]["namespace"], body["metadata"]["name"], patch)
         return {**body, "status": {**current, **patch}}
 
-
-
-def unattended_seconds(body: dict[str, Any], resync_seconds: float) -> float:
-    """How long the Experiment can go without a look that no watch event would bring.
-
-    Waiting for its own cluster or for its Job, their watch events bring the operator back: it
-    needs a look at its deadline (clusterReadyTimeoutSeconds from its creation; a race's deadline
-    is the Job's own) and, in case an event was missed, every WATCHED_WAIT_RESYNCS resyncs. Any
-    other wait (ECK not installed, a namesake's cluster going, a cluster it does not own, a TTL)
-    has no event to wait for: every resync. (Read at every resync, 1,000 running Experiments
-    would be 2,000 reads per resync, nearly all of them for nothing.)"""
-    phase = (body.get("status") or {}).get("phase")
-    try:
-        experiment = manifests.Experiment.from_body(body)
-    except ValidationError:  # its next reconcile fails it
-        return resync_seconds
-    watched = WATCHED_WAIT_RESYNCS * resync_seconds
-    if phase == Phase.BENCHMARKING:
-        return watched
-    if phase == Phase.PROVISIONING and experiment.owns_cluster:
-        deadline = status.time_left(body, experiment.spec.rally.cluster_ready_timeout_seconds)
-        return max(0.0, min(watched, deadline))
-    return resync_seconds
 
 
 def delete_cluster(kube: Kube, emit: EventSink, owner: dict[str, Any], cluster: str, uid: str) -> bool:

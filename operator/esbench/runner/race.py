@@ -213,7 +213,7 @@ def run_esrally(
 
 
 def spec_rejection(spec: models.ExperimentSpec) -> str | None:
-    """What the CRD's schema and CEL rules (esbench.validation) refuse in spec, or None.
+    """What the CRD's schema and CEL rules (esbench.api.validation) refuse in spec, or None.
 
     A spec from the operator or `esbench run` was admitted already (defaulting it again changes
     nothing); one handed to `esbench race` directly meets here the rules `kubectl apply` applies.
