@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from esbench.api.reasons import Reason
-from esbench.cli.localcluster import free_port
+from esbench.localnode.localcluster import free_port
 from esbench.runner.race import EXIT_CODES, rally_processes
 from tests.support.elasticsearch import LATEST
 

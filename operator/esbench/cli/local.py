@@ -38,8 +38,8 @@ from esbench.analysis import contrasts
 from esbench.api import models
 from esbench.api.race_report import RaceReport
 from esbench.api.reasons import Reason
-from esbench.cli import localcluster
 from esbench.controller import status
+from esbench.localnode import localcluster
 from esbench.runner import race
 from esbench.runner.target import Target
 
