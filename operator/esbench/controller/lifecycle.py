@@ -19,7 +19,15 @@ from typing import Any
 from pydantic import ValidationError
 
 from esbench.analysis import contrasts
-from esbench.api.models import KIND, TERMINAL_PHASES, CleanupPolicy, Environment, KubernetesEnvironment, Phase
+from esbench.api.models import (
+    KIND,
+    TERMINAL_PHASES,
+    CleanupPolicy,
+    Environment,
+    ExperimentStatus,
+    KubernetesEnvironment,
+    Phase,
+)
 from esbench.api.race_report import RaceReport, UnreadableReport, decode_report
 from esbench.api.reasons import Reason
 from esbench.controller import manifests, names, platform, readiness, status
@@ -396,8 +404,8 @@ class Reconciler:
         merged = current.get("conditions")
         for type_, ok, cond_reason, cond_message in conditions:
             merged = status.with_condition(merged, type_, ok, cond_reason, cond_message, now, generation)
-        patch = {"phase": phase.value, "reason": reason, "message": message,
-                 "observedGeneration": generation, "conditions": merged, **fields}
+        patch = status.checked(ExperimentStatus, {"phase": phase.value, "reason": reason, "message": message,
+                                                  "observedGeneration": generation, "conditions": merged, **fields})
         self.kube.patch_experiment_status(body["metadata"]["namespace"], body["metadata"]["name"], patch)
         return {**body, "status": {**current, **patch}}
 

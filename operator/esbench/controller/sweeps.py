@@ -31,6 +31,7 @@ from esbench.api.models import (
     Elasticsearch,
     SweepPhase,
     SweepSpec,
+    SweepStatus,
 )
 from esbench.api.reasons import Reason
 from esbench.controller import grid, manifests, names, status, sweepstate
@@ -156,7 +157,7 @@ class SweepReconciler:
         now = status.now()
         for type_, ok, reason, message in conditions:
             merged = status.with_condition(merged, type_, ok, reason, message, now, generation)
-        patch = {**fields, "observedGeneration": generation, "conditions": merged}
+        patch = status.checked(SweepStatus, {**fields, "observedGeneration": generation, "conditions": merged})
         if all(current.get(k) == v for k, v in patch.items()):
             return  # nothing new: no write, no event storm from our own updates
         self.kube.patch_sweep_status(body["metadata"]["namespace"], body["metadata"]["name"], patch)
