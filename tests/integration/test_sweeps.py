@@ -243,7 +243,7 @@ def test_gates_pass_when_no_contender_is_significantly_worse_and_contrasts_are_k
 
 def test_runs_removed_by_the_templates_ttl_keep_their_results_and_are_not_started_again(
         apis, eck, standin_kubelet, namespace, operator, race_json):
-    template = {**TEMPLATE, "rally": {"ttlSecondsAfterFinished": 0}}  # each run is deleted as it ends
+    template = {**TEMPLATE, "lifecycle": {"ttlSecondsAfterFinished": 0}}  # each run is deleted as it ends
     create_sweep(apis, namespace, "ttl", template=template, matrix=CODECS, repetitions=2)
     driver = Driver(apis, eck, standin_kubelet, namespace, race_json, "ttl")
     for _ in range(4):

@@ -68,9 +68,9 @@ def test_a_malformed_spec_is_an_invalid_spec(race):
 def test_a_race_over_its_time_budget_is_stopped_with_all_its_rally_processes(clusters, race):
     # 75 s for everything, minus the runner's reporting margin: a full smoke race needs ~60 s.
     slow = spec(testMode=False)
-    slow["rally"] = {"raceTimeoutSeconds": 75}
+    slow["lifecycle"] = {"raceTimeoutSeconds": 75}
     run = race(slow, clusters.get(LATEST).url)
-    assert_failed(run, Reason.RACE_TIMEOUT, "did not finish within rally.raceTimeoutSeconds (75s)")
+    assert_failed(run, Reason.RACE_TIMEOUT, "did not finish within lifecycle.raceTimeoutSeconds (75s)")
     assert rally_processes(run.work_dir / "rally") == []
     # What survives, as the README says: the node figures sampled until the stop, and the race.json
     # Rally stored when the race began, without results (it computes them only at the end).

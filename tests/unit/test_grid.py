@@ -158,7 +158,7 @@ def test_what_admission_checks_against_the_creator_cannot_vary_between_cells(fie
 def test_cells_come_back_with_crd_defaults():
     spec = plan(CODECS).cells[0].spec
     assert spec["workload"]["source"] == "Bundled"
-    assert spec["rally"]["cleanup"] == "Delete"
+    assert spec["lifecycle"]["cleanup"] == "Delete"
 
 
 # --- baseline and gates -------------------------------------------------------------------

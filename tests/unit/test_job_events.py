@@ -111,7 +111,7 @@ class LeavesItAs:
 @pytest.mark.parametrize("left, still_tracked", [
     ({"spec": {"rally": {}}, "status": {"phase": "Succeeded"}}, False),
     ({"spec": {"rally": {}}, "status": {"phase": "Failed"}}, False),
-    ({"spec": {"rally": {"ttlSecondsAfterFinished": 60}}, "status": {"phase": "Succeeded"}}, True),  # a TTL to keep
+    ({"spec": {"lifecycle": {"ttlSecondsAfterFinished": 60}}, "status": {"phase": "Succeeded"}}, True),  # a TTL to keep
     ({"spec": {"rally": {}}, "status": {"phase": "Benchmarking"}}, True),
     (None, True),  # gone: its own DELETED event says so
 ])

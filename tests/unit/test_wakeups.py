@@ -37,7 +37,7 @@ def referencing(phase: str) -> dict:
     (lambda: referencing("Provisioning"), RESYNC),  # a cluster it does not own: not watched
     (lambda: experiment(None), RESYNC),  # just created, or its reconcile is still to come
     (lambda: experiment("Pending"), RESYNC),  # ECK not installed, or a namesake's cluster still going
-    (lambda: experiment("Succeeded", rally={"ttlSecondsAfterFinished": 60}), RESYNC),
+    (lambda: experiment("Succeeded", lifecycle={"ttlSecondsAfterFinished": 60}), RESYNC),
     (lambda: experiment("Succeeded"), None),  # finished, nothing left to do
     (lambda: experiment("Failed"), None),
     (lambda: experiment("Provisioning", index={"shards": 2}, workload={"track": "smoke", "trackParams": {"number_of_shards": 3}}),
@@ -48,7 +48,7 @@ def test_an_experiment_is_looked_at_rarely_only_while_its_own_childrens_events_w
 
 
 def test_a_cluster_that_is_not_ready_is_looked_at_again_at_its_deadline():
-    timeout = {"rally": {"clusterReadyTimeoutSeconds": 1800}}
+    timeout = {"lifecycle": {"clusterReadyTimeoutSeconds": 1800}}
     near = next_look(experiment("Provisioning", created_ago=1790, **timeout), RESYNC)
     assert 8 <= near <= 10  # the creation timestamp has whole seconds
     assert next_look(experiment("Provisioning", created_ago=1801, **timeout), RESYNC) == 0

@@ -206,7 +206,7 @@ class Target(Model):
     elasticsearch_ref: ElasticsearchRef | None = Field(
         None, description="An ECK Elasticsearch in the Experiment's namespace, reached through ECK's Service and "
                           "Secrets; the race starts once it is ready (reason ClusterNotFound if it never appears "
-                          "within rally.clusterReadyTimeoutSeconds).")
+                          "within lifecycle.clusterReadyTimeoutSeconds).")
     external: ExternalCluster | None = Field(
         None, description="Any Elasticsearch reachable from the Rally pod. Credentials only through Secrets in the "
                           "Experiment's namespace.")
@@ -396,6 +396,12 @@ RALLY_OPTIONS = ("--telemetry", "--telemetry-params", "--user-tags", "--enable-a
 
 
 class Rally(Model):
+    """The Rally pod."""
+
+    model_config = ConfigDict(json_schema_extra=rules(*(
+        (f"!has(self.{field})", f"rally.{field} is now lifecycle.{field}: move it to spec.lifecycle")
+        for field in ("cleanup", "clusterReadyTimeoutSeconds", "raceTimeoutSeconds", "ttlSecondsAfterFinished"))))
+
     image: str | None = Field(None, max_length=512,
                               description="Runner image; defaults to the operator's configured image.")
     resources: ResourceRequirements | None = Field(None, description=RESOURCES)
@@ -404,14 +410,40 @@ class Rally(Model):
             f"self.all(a, !a.startsWith('-') || a.split('=')[0] in {_cel_list(RALLY_OPTIONS)})",
             f"rally.extraArgs may only use these esrally options, spelled in full: {', '.join(RALLY_OPTIONS)} "
             "(esbench sets every other option from the spec)")))
+    # Until 2026-11-26 these were here; now in spec.lifecycle. Declared only so that admission
+    # refuses them with a message saying where they went (an undeclared field would be an
+    # "unknown field" error, or pruned without a word under kubectl's --validate=warn). Documents
+    # written before (stored objects, result files) are read with them moved (ExperimentSpec).
+    cleanup: CleanupPolicy | None = Field(None, description="Moved to lifecycle.cleanup.")
+    cluster_ready_timeout_seconds: int | None = Field(None, description="Moved to lifecycle.clusterReadyTimeoutSeconds.")
+    race_timeout_seconds: int | None = Field(None, description="Moved to lifecycle.raceTimeoutSeconds.")
+    ttl_seconds_after_finished: int | None = Field(None, description="Moved to lifecycle.ttlSecondsAfterFinished.")
+
+
+# The fields spec.rally had until they moved to spec.lifecycle, by their wire names.
+MOVED_TO_LIFECYCLE = ("cleanup", "clusterReadyTimeoutSeconds", "raceTimeoutSeconds", "ttlSecondsAfterFinished")
+
+
+def lifecycle_setting(spec: dict[str, Any], name: str, default: Any = None) -> Any:
+    """A spec.lifecycle setting (wire name) of a spec as stored, without parsing all of it: as
+    ExperimentSpec reads it, from spec.rally in a document written before spec.lifecycle."""
+    for section in (spec.get("rally") or {}, spec.get("lifecycle") or {}):
+        if section.get(name) is not None:
+            return section[name]
+    return default
+
+
+class Lifecycle(Model):
+    """How long an Experiment waits, and what it leaves behind."""
+
+    cleanup: CleanupPolicy = Field(
+        CleanupPolicy.DELETE,
+        description="What happens to the Elasticsearch cluster the Experiment made once the race is over.")
     cluster_ready_timeout_seconds: int = Field(
         1800, ge=30, le=86400,
         description="Bounds everything before the race (ECK missing, the cluster not ready or not found), counted "
                     "from the Experiment's creation: time the operator was down counts too.")
     race_timeout_seconds: int = Field(7200, ge=30, le=604800, description="Bounds the race, from the Rally pod's start.")
-    cleanup: CleanupPolicy = Field(
-        CleanupPolicy.DELETE,
-        description="What happens to the Elasticsearch cluster when the benchmark has finished.")
     ttl_seconds_after_finished: int | None = Field(
         None, ge=0, description="Delete the whole Experiment this long after it finished. Unset keeps it.")
 
@@ -430,7 +462,20 @@ class ExperimentSpec(Model):
     index: Index = Field(
         Index(), description="Index settings of the benchmark's indices, passed to Rally as track parameters.")
     workload: Workload
-    rally: Rally = Rally()
+    rally: Rally = Field(Rally(), description="The Rally pod.")
+    lifecycle: Lifecycle = Field(Lifecycle(), description="How long the Experiment waits, and what it leaves behind.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _lifecycle_moved_out_of_rally(cls, data: Any) -> Any:
+        """A document written before spec.lifecycle existed (a stored object, a result file) read as
+        it would be written now. Admission refuses the old fields in anything new."""
+        rally = data.get("rally") if isinstance(data, dict) else None
+        if not isinstance(rally, dict) or not set(rally) & set(MOVED_TO_LIFECYCLE):
+            return data
+        moved = {key: value for key, value in rally.items() if key in MOVED_TO_LIFECYCLE and value is not None}
+        return {**data, "rally": {key: value for key, value in rally.items() if key not in MOVED_TO_LIFECYCLE},
+                "lifecycle": {**(data.get("lifecycle") or {}), **moved}}
 
     @model_validator(mode="after")
     def _one_cluster(self) -> ExperimentSpec:
@@ -728,7 +773,7 @@ SWEEP_PLURAL = "experimentsweeps"
 # checks against the creator of a sweep in its template (the Secrets and clusters a run would be
 # handed, and code of the user's choice), since the runs are created by the operator, not by
 # that user. The matrix's and include's rules below and the operator's planner read both.
-SPEC_SECTIONS = ("elasticsearch", "index", "workload", "rally")
+SPEC_SECTIONS = ("elasticsearch", "index", "workload", "rally", "lifecycle")
 TEMPLATE_ONLY_FIELDS = ("target", "rally.image", "elasticsearch.image", "workload.source", "workload.repository")
 _SPEC_FIELD = rf"'^({'|'.join(SPEC_SECTIONS)})\\.[A-Za-z0-9_.-]+$'"
 _TEMPLATE_ONLY_MESSAGE = (f"{', '.join(TEMPLATE_ONLY_FIELDS[:-1])} and {TEMPLATE_ONLY_FIELDS[-1]} cannot vary between "

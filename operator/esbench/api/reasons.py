@@ -81,7 +81,7 @@ MEANINGS: dict[Reason, str] = {
     Reason.CLUSTER_REJECTED: "the API server or an admission webhook refused to create the ECK cluster (invalid for "
                              "ECK, forbidden, over a ResourceQuota): final at once, with the server's message",
     Reason.JOB_REJECTED: "the API server or an admission webhook refused to create the Rally Job: final at once, with "
-                         "the server's message; the cluster is released per rally.cleanup",
+                         "the server's message; the cluster is released per lifecycle.cleanup",
     Reason.CLUSTER_NAME_CONFLICT: "an Elasticsearch of that name exists and belongs to someone else: it is left "
                                   "untouched (a sweep does not retry the run)",
     Reason.JOB_NAME_CONFLICT: "a Job of that name exists and belongs to someone else: it is left untouched (a sweep "
@@ -99,7 +99,7 @@ MEANINGS: dict[Reason, str] = {
                          "what survives (the node figures esbench sampled, Rally's race.json as stored at the start; "
                          "Rally computes per-task figures only when a race completes); or the Job's own, later "
                          "deadline passed",
-    Reason.CLUSTER_DELETED: "Event: the Experiment's cluster was deleted after the race (rally.cleanup)",
+    Reason.CLUSTER_DELETED: "Event: the Experiment's cluster was deleted after the race (lifecycle.cleanup)",
     Reason.CLEANUP_FAILED: "Event: deleting the cluster was refused; tried again later",
     Reason.RACE_JSON_NOT_STORED: "Event: Rally's race.json could not be stored in its ConfigMap",
     Reason.ENVIRONMENT_INCOMPLETE: "Event: part of status.results.environment.kubernetes could not be read",

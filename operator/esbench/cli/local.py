@@ -296,7 +296,7 @@ def _local_cluster(spec: models.ExperimentSpec, options: Options, progress: Prog
                        f"{'HTTPS' if es.tls else 'HTTP'})") as detail:
         try:
             cluster = localcluster.start(version, heap=heap, secure=es.tls,
-                                         timeout=float(spec.rally.cluster_ready_timeout_seconds), **kwargs)
+                                         timeout=float(spec.lifecycle.cluster_ready_timeout_seconds), **kwargs)
         except (RuntimeError, TimeoutError, OSError, ValueError) as error:
             raise ClusterNotReady(start_failure(version, str(error))) from error
         detail(cluster.url)

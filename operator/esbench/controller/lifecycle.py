@@ -27,6 +27,7 @@ from esbench.api.models import (
     ExperimentStatus,
     KubernetesEnvironment,
     Phase,
+    lifecycle_setting,
 )
 from esbench.api.race_report import RaceReport, UnreadableReport, decode_report
 from esbench.api.reasons import Reason
@@ -190,7 +191,7 @@ class Reconciler:
             verdict = readiness.readiness(es, accept_yellow=not experiment.owns_cluster)
         if not verdict.ready:
             if _waited_for_cluster(body, experiment):
-                timeout = experiment.spec.rally.cluster_ready_timeout_seconds
+                timeout = experiment.spec.lifecycle.cluster_ready_timeout_seconds
                 message = f"Cluster not ready after {timeout}s. {verdict.message}"
                 return self._finish(body, experiment, False, Reason.CLUSTER_NOT_READY, message)
             current = status.condition(body.get("status") or {}, CLUSTER_READY) or {}
@@ -257,7 +258,7 @@ class Reconciler:
         finished = _true_conditions(job)
         failed = finished.get("Failed") or finished.get("FailureTarget")
         if failed and failed.get("reason") == "DeadlineExceeded":
-            timeout = experiment.spec.rally.race_timeout_seconds
+            timeout = experiment.spec.lifecycle.race_timeout_seconds
             return self._finish(body, experiment, False, Reason.RACE_TIMEOUT, f"The race did not finish within {timeout}s")
         pod, log = race_output.result() if race_output else self._race_output(experiment.namespace, job_name)
         if pod is None:
@@ -360,7 +361,7 @@ class Reconciler:
 
     def _release_cluster(self, body: dict[str, Any], experiment: manifests.Experiment, succeeded: bool,
                          just_finished: bool = False) -> None:
-        policy = experiment.spec.rally.cleanup
+        policy = experiment.spec.lifecycle.cleanup
         delete = policy == CleanupPolicy.DELETE or (policy == CleanupPolicy.KEEP_ON_FAILURE and succeeded)
         if not (delete and experiment.owns_cluster):  # a cluster it only uses is never deleted
             return
@@ -377,7 +378,7 @@ class Reconciler:
             self.emit(body, "Normal", Reason.CLUSTER_DELETED, f"Deleted Elasticsearch cluster {experiment.cluster}")
 
     def _expire(self, body: dict[str, Any]) -> None:
-        ttl = body["spec"].get("rally", {}).get("ttlSecondsAfterFinished")
+        ttl = lifecycle_setting(body["spec"], "ttlSecondsAfterFinished")
         completed = (body.get("status") or {}).get("completionTime")
         if ttl is not None and completed and status.past(completed, ttl) and self._recorded_by_its_sweep(body):
             self.kube.delete_experiment(body["metadata"]["namespace"], body["metadata"]["name"])
@@ -433,7 +434,7 @@ def _true_conditions(job: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def _waited_for_cluster(body: dict[str, Any], experiment: manifests.Experiment) -> bool:
     """Whether every wait before the race (ECK, the cluster, a namesake's children) is over."""
-    return status.waited(body, experiment.spec.rally.cluster_ready_timeout_seconds)
+    return status.waited(body, experiment.spec.lifecycle.cluster_ready_timeout_seconds)
 
 
 def _owned(child: dict[str, Any], experiment: manifests.Experiment) -> bool:

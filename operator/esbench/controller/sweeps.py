@@ -32,6 +32,7 @@ from esbench.api.models import (
     SweepPhase,
     SweepSpec,
     SweepStatus,
+    lifecycle_setting,
 )
 from esbench.api.reasons import Reason
 from esbench.controller import grid, manifests, names, status, sweepstate
@@ -101,7 +102,8 @@ class SweepReconciler:
         report.fields["startTime"] = started
         if not_started and not report.complete:  # e.g. no ECK: say so rather than "0/4 runs finished"
             # Like an Experiment's cluster, what the sweep waits for may take clusterReadyTimeoutSeconds.
-            give_up = status.waited(body, max(cell.spec["rally"]["clusterReadyTimeoutSeconds"] for cell in plan.cells))
+            give_up = status.waited(body, max(lifecycle_setting(cell.spec, "clusterReadyTimeoutSeconds")
+                                              for cell in plan.cells))
             report.fields.update(reason=not_started[0], message=not_started[1])
             if give_up:
                 report.fields.update(phase=SweepPhase.FAILED.value, completionTime=status.now())
@@ -143,7 +145,7 @@ class SweepReconciler:
     def _release(self, body: dict[str, Any], sweep: manifests.Sweep, cluster: str, any_failed: bool) -> None:
         """Before the status that ends the sweep, so that a crash cannot leave the cluster behind: a
         sweep whose release is refused ends once it is not."""
-        policy = CleanupPolicy(sweep.spec.template.get("rally", {}).get("cleanup", CleanupPolicy.DELETE))
+        policy = CleanupPolicy(lifecycle_setting(sweep.spec.template, "cleanup", CleanupPolicy.DELETE))
         if policy == CleanupPolicy.KEEP or (policy == CleanupPolicy.KEEP_ON_FAILURE and any_failed):
             return
         es = self.kube.get_elasticsearch(sweep.namespace, cluster)

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from esbench.api.models import TERMINAL_PHASES, Phase
+from esbench.api.models import TERMINAL_PHASES, Phase, lifecycle_setting
 from esbench.controller import manifests, status
 
 Key = tuple[str, str]  # (namespace, name)
@@ -43,7 +43,7 @@ def next_look(body: dict[str, Any], resync_seconds: float) -> float | None:
     would be 2,000 reads per resync, nearly all of them for nothing.)"""
     phase = (body.get("status") or {}).get("phase")
     if phase in [p.value for p in TERMINAL_PHASES]:
-        ttl = ((body.get("spec") or {}).get("rally") or {}).get("ttlSecondsAfterFinished")
+        ttl = lifecycle_setting(body.get("spec") or {}, "ttlSecondsAfterFinished")
         return None if ttl is None else resync_seconds
     watched = WATCHED_WAIT_RESYNCS * resync_seconds
     if phase == Phase.BENCHMARKING:
@@ -54,7 +54,7 @@ def next_look(body: dict[str, Any], resync_seconds: float) -> float | None:
         except ValidationError:  # its next reconcile fails it
             return resync_seconds
         if experiment.owns_cluster:
-            deadline = status.time_left(body, experiment.spec.rally.cluster_ready_timeout_seconds)
+            deadline = status.time_left(body, experiment.spec.lifecycle.cluster_ready_timeout_seconds)
             return max(0.0, min(watched, deadline))
     return resync_seconds
 

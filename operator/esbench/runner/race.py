@@ -43,7 +43,7 @@ TRACKS_DIR = Path(__file__).parent / "tracks"
 OTHER_RALLY_RUNNING = "There are other Rally processes running"
 OTHER_RACES_TIMEOUT_SECONDS = 900
 RALLY_START_ATTEMPTS = 5
-# Time kept, out of rally.raceTimeoutSeconds, to stop Rally and print the report.
+# Time kept, out of lifecycle.raceTimeoutSeconds, to stop Rally and print the report.
 REPORT_MARGIN_SECONDS = 45
 
 EXIT_CODES = {
@@ -240,7 +240,7 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
     spec = settings.spec
     # raceTimeoutSeconds bounds the whole run (the Job's deadline is a little later, for
     # scheduling and the image pull): stop early enough to print the report.
-    deadline = time.monotonic() + spec.rally.race_timeout_seconds - REPORT_MARGIN_SECONDS
+    deadline = time.monotonic() + spec.lifecycle.race_timeout_seconds - REPORT_MARGIN_SECONDS
 
     def remaining() -> float:
         return max(1.0, deadline - time.monotonic())
@@ -363,7 +363,7 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
     common = {"results": summary, "race_json": race_json}
 
     if status is None:
-        message = f"the race did not finish within rally.raceTimeoutSeconds ({spec.rally.race_timeout_seconds}s)"
+        message = f"the race did not finish within lifecycle.raceTimeoutSeconds ({spec.lifecycle.race_timeout_seconds}s)"
         return failed(Reason.RACE_TIMEOUT, message, **common)
     if status != 0:
         message = rally.rally_error(output) or f"esrally exited with status {status}"
