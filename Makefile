@@ -4,7 +4,7 @@ export ESBENCH_CACHE ?= $(HOME)/.cache/esbench
 VENV := .venv
 PYTHON := $(VENV)/bin/python
 
-.PHONY: deps lint test unit e2e e2e-kind demo demo-local node-up node-down bench studies sync-chart-crds clean
+.PHONY: deps lint test unit e2e e2e-kind demo demo-local node-up node-down bench studies api clean
 
 # Everything the tests need, cached under $(ESBENCH_CACHE); fast when already there.
 deps:
@@ -80,11 +80,10 @@ bench: deps
 	$(PYTHON) bench/operator_overhead.py
 	$(PYTHON) bench/sweep_reuse.py
 
-# crds/ is the single source of truth; the chart ships a copy (tests/chart fails on drift).
-# The sweep CRD's spec.template is the Experiment CRD's spec schema (tests/unit fails on drift).
-sync-chart-crds:
-	$(PYTHON) scripts/sync-sweep-template.py
-	bash scripts/sync-chart-crds.sh
+# The API models (operator/esbench/api/models.py) make the CRDs in crds/, the chart's copy and
+# docs/api.md; tests/unit/test_generated_api.py fails when one of them is stale.
+api:
+	$(PYTHON) scripts/generate-api.py
 
 clean:
 	rm -rf $(VENV) .venv-rally .venv-checkov .pytest_cache

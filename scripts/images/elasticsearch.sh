@@ -20,7 +20,7 @@
 #   handlers) and v8.19/. Built and run under ECK here: 7.17.29, 8.7.1, 8.19.21; other 8.x
 #   minors take v8.7/ and may need a variant.
 # - `GET /` where the minimal distribution lacks it (8.19 on): the module `esbench run` adds to
-#   its local nodes too (operator/esbench/cli/rootendpoint.py). Rally reads the version from it,
+#   its local nodes too (operator/esbench/localnode/rootendpoint.py). Rally reads the version from it,
 #   ECK the cluster's UUID. Official images have it (their rest-root module).
 # - eck-shim/nofile.c, preloaded (LD_PRELOAD): the open-files hard limit of these machines
 #   (20000, not raisable without CAP_SYS_RESOURCE) fails the bootstrap checks that ES enforces
@@ -46,8 +46,8 @@ actual=$(sha1sum "$zip" | cut -c1-40)
 [ "$expected" = "$actual" ] || { echo "elasticsearch.sh: SHA-1 mismatch for $zip ($actual, expected $expected)" >&2; rm -f "$zip"; exit 1; }
 
 hash=$(content_hash "$images_dir/elasticsearch.sh" "$images_dir/lib.sh" "$images_dir/oci-pack.py" "$zip.sha1" \
-  "$images_dir/eck-shim" "$repo_root/operator/esbench/cli/rootendpoint.py" \
-  "$repo_root/operator/esbench/cli/root_endpoint_module")
+  "$images_dir/eck-shim" "$repo_root/operator/esbench/localnode/rootendpoint.py" \
+  "$repo_root/operator/esbench/localnode/root_endpoint_module")
 archive="$image_cache/elasticsearch-$version-$hash.tar"
 [ -s "$archive" ] && { echo "$archive"; exit 0; }
 
@@ -84,7 +84,7 @@ java.version=17
 elasticsearch.version=$version
 PROPERTIES
 jdk=$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")
-PYTHONPATH="$repo_root/operator" python3 -m esbench.cli.rootendpoint "$es_dir" "$jdk"
+PYTHONPATH="$repo_root/operator" python3 -m esbench.localnode.rootendpoint "$es_dir" "$jdk"
 gcc -shared -fPIC -O2 -Wall -o "$work/esbench-nofile.so" "$images_dir/eck-shim/nofile.c" -ldl
 cat > "$work/es-entrypoint.sh" <<'SH'
 #!/bin/sh

@@ -15,7 +15,7 @@ ESRALLY_VERSION=2.13.0
 name=docker.io/local/esbench:0.1.0
 base_hash=$(content_hash "$images_dir/esbench.sh" "$images_dir/lib.sh")
 base="$image_cache/esbench-base-$base_hash"
-hash=$(content_hash "$images_dir/esbench.sh" "$images_dir/lib.sh" "$images_dir/oci-pack.py" "$repo_root/operator" "$repo_root/crds")
+hash=$(content_hash "$images_dir/esbench.sh" "$images_dir/lib.sh" "$images_dir/oci-pack.py" "$repo_root/operator")
 archive="$image_cache/esbench-0.1.0-$hash.tar"
 [ -s "$archive" ] && { echo "$archive"; exit 0; }
 
@@ -52,8 +52,6 @@ fi
 # Build from a copy so the repository never gets build/ or egg-info debris.
 cp -r "$repo_root/operator" "$work/operator-src"
 rm -rf "$work/operator-src"/*.egg-info "$work/operator-src/build"
-# The CRD travels with the package: `esbench run` validates against it (see operator/Dockerfile).
-cp -r "$repo_root/crds" "$work/operator-src/esbench/crds"
 mkdir -p "$work/rootfs"
 cp -a "$base/." "$work/rootfs/"
 wheels "$work/rootfs/tmp/wheels" "$work/operator-src"

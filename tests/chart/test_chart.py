@@ -71,15 +71,6 @@ def release_name() -> str:
 # --- the chart on its own ----------------------------------------------------------------
 
 
-def test_chart_crds_are_an_exact_copy_of_the_repository_crds(repo_root, chart_dir):
-    source = {p.name: p.read_bytes() for p in (repo_root / "crds").iterdir() if p.suffix in (".yaml", ".yml")}
-    copied = {p.name: p.read_bytes() for p in (chart_dir / "crds").iterdir() if p.suffix in (".yaml", ".yml")}
-    assert source, "no CRDs in crds/"
-    assert copied == source, (
-        "charts/esbench/crds/ has drifted from crds/ (the source of truth): run scripts/sync-chart-crds.sh"
-    )
-
-
 @pytest.mark.parametrize("values", MODES.values(), ids=MODES.keys())
 def test_helm_lint_strict_is_clean(helm, values):
     result = helm.run("lint", "--strict", str(helm.chart), *helm.value_args(values))

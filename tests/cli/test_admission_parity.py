@@ -3,7 +3,7 @@
 Every case of the admission table plus cases for each kind of schema check (type, bounds,
 lengths, counts, patterns, required fields, list-map keys, metadata.name, unknown fields,
 several errors at once, CEL rules skipped after a blocking error) goes to the real API server
-(dry run, strict field validation, the CRD from crds/) and to esbench.validation; the HTTP status
+(dry run, strict field validation, the CRD from crds/) and to esbench.api.validation; the HTTP status
 and the message must match. Where several errors are reported, the API server's order depends on
 Go map iteration, so those are compared as sets of errors.
 """
@@ -53,7 +53,8 @@ EXTRA = [
     ("name not a subdomain", _named("Bad_Name")),
     ("name too long for eck", _named("x" * 37)),
     ("extra arg too long", with_spec("rally.extraArgs", ["x" * 300])),
-    ("timeout as string", with_spec("rally.raceTimeoutSeconds", "10")),
+    ("timeout as string", with_spec("lifecycle.raceTimeoutSeconds", "10")),
+    ("a lifecycle setting where it was", with_spec("rally.raceTimeoutSeconds", 600)),
     ("storage size too long", with_spec("elasticsearch.storage", {"size": "1" * 40})),
     ("unknown spec field", with_spec("index.codecs", "best_compression")),
     ("two unknown fields", with_spec(**{"index.codecs": "x", "foo": 1})),

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from esbench.cli import localcluster, rootendpoint
+from esbench.localnode import localcluster, rootendpoint
 
 
 def fake_jdk(folder: Path, version: str) -> Path:

@@ -20,8 +20,9 @@ import yaml
 
 from esbench.analysis import compare
 from esbench.api import models, validation
-from esbench.cli import local, localcluster
+from esbench.cli import local
 from esbench.controller import status
+from esbench.localnode import localcluster
 from tests.support.elasticsearch import LATEST
 
 EXPERIMENT = {

@@ -1,4 +1,4 @@
-"""Local admission (esbench.validation): the CRD's own schema and CEL rules, no API server.
+"""Local admission (esbench.api.validation): the CRD's own schema and CEL rules, no API server.
 
 Parity bar: every case of the admission table in tests/integration/test_admission.py is
 rejected locally with the message substring the real API server gives. (test_admission_parity.py

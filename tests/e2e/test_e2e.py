@@ -28,7 +28,8 @@ RACE_TIMEOUT = 900  # cluster start + a smoke race on 2 shared cores takes 2-3 m
 POLL_SECONDS = 2  # each poll lists several kinds on a busy 2-core node: poll gently
 
 
-def quickstart(cluster: Cluster, version: str = ES_VERSION, *, test_mode: bool = False, **rally: Any) -> dict[str, Any]:
+def quickstart(cluster: Cluster, version: str = ES_VERSION, *, test_mode: bool = False,
+               **lifecycle: Any) -> dict[str, Any]:
     """examples/quickstart.yaml, as it is but for the version and, on the local node, its offline image.
 
     test_mode: Rally's --test-mode (its workers poll every 0.5 s instead of 5 s, and it indexes the
@@ -43,8 +44,8 @@ def quickstart(cluster: Cluster, version: str = ES_VERSION, *, test_mode: bool =
         body["spec"]["elasticsearch"]["image"] = es_image(version)
     if test_mode:
         body["spec"]["workload"]["testMode"] = True
-    if rally:
-        body["spec"].setdefault("rally", {}).update(rally)
+    if lifecycle:
+        body["spec"].setdefault("lifecycle", {}).update(lifecycle)
     return body
 
 

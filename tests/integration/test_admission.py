@@ -132,8 +132,9 @@ INVALID = [
     ("abbreviated option as two tokens", with_spec("rally.extraArgs", ["--track-pa", "/etc/passwd"]),
      "rally.extraArgs may only use these esrally options"),
     ("short option", with_spec("rally.extraArgs", ["-h"]), "rally.extraArgs may only use these esrally options"),
-    ("tiny timeout", with_spec("rally.clusterReadyTimeoutSeconds", 5), "spec.rally.clusterReadyTimeoutSeconds"),
-    ("unknown cleanup", with_spec("rally.cleanup", "Sometimes"), "Unsupported value: \"Sometimes\""),
+    ("tiny timeout", with_spec("lifecycle.clusterReadyTimeoutSeconds", 5), "spec.lifecycle.clusterReadyTimeoutSeconds"),
+    ("unknown cleanup", with_spec("lifecycle.cleanup", "Sometimes"), "Unsupported value: \"Sometimes\""),
+    ("cleanup where it was", with_spec("rally.cleanup", "Keep"), "rally.cleanup is now lifecycle.cleanup"),
     ("bad git url", with_spec("workload", {"track": "nyc_taxis", "source": "Git", "repository": {"url": "file:///etc"}}),
      "workload.repository.url must be a git URL"),
 ]

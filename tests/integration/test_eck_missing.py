@@ -32,11 +32,11 @@ def test_experiment_waits_for_eck_then_proceeds(bare_control_plane, bare_operato
     apis = Apis(bare_control_plane.api_client())
     namespace = bare_control_plane.create_namespace()
     # Created first: they give up after 30 s, while "early" goes on once ECK is installed.
-    create_experiment(apis, namespace, "never", rally={"clusterReadyTimeoutSeconds": 30})
+    create_experiment(apis, namespace, "never", lifecycle={"clusterReadyTimeoutSeconds": 30})
     apis.custom.create_namespaced_custom_object(models.GROUP, models.VERSION, namespace, models.SWEEP_PLURAL, {
         "apiVersion": models.API_VERSION, "kind": models.SWEEP_KIND, "metadata": {"name": "never"},
         "spec": {"template": {"elasticsearch": {"version": "8.15.3"}, "workload": {"track": "smoke"},
-                              "rally": {"clusterReadyTimeoutSeconds": 30}}}})
+                              "lifecycle": {"clusterReadyTimeoutSeconds": 30}}}})
     failed = wait_phase(apis, namespace, "never", "Failed", timeout=90)
     assert failed["status"]["reason"] == "EckNotInstalled" and "install ECK" in failed["status"]["message"]
     sweep = wait_for(lambda: (s := apis.custom.get_namespaced_custom_object(

@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 
 from esbench.api import models
-from esbench.api.race_report import MARKER, Failure, FailureKind, RaceReport
+from esbench.api.race_report import MARKER, Failure, RaceReport
+from esbench.api.reasons import Reason
 from esbench.runner.results import summarize
 from tests.support.admission import deletion_held, deletion_refused
 from tests.support.controlplane import K8S_VERSION
@@ -105,7 +106,7 @@ def test_experiment_runs_to_success_with_rallys_numbers_in_status(
 
 
 def test_cluster_is_kept_when_cleanup_is_keep(apis, eck, standin_kubelet, namespace, operator, race_json):
-    run_to_benchmarking(apis, eck, namespace, "keep", rally={"cleanup": "Keep"})
+    run_to_benchmarking(apis, eck, namespace, "keep", lifecycle={"cleanup": "Keep"})
     standin_kubelet.finish_job_pod(namespace, "keep-rally", runner_log(
         RaceReport(succeeded=True, results=summarize(race_json), race_json=race_json)), exit_code=0)
     wait_for(lambda: ("Normal", "RaceSucceeded") in events(apis, namespace, "keep"),
@@ -115,7 +116,7 @@ def test_cluster_is_kept_when_cleanup_is_keep(apis, eck, standin_kubelet, namesp
 
 def test_keep_on_failure_deletes_the_cluster_of_a_race_that_succeeded(
         apis, eck, standin_kubelet, namespace, operator, race_json):
-    run_to_benchmarking(apis, eck, namespace, "kof", rally={"cleanup": "KeepOnFailure"})
+    run_to_benchmarking(apis, eck, namespace, "kof", lifecycle={"cleanup": "KeepOnFailure"})
     standin_kubelet.finish_job_pod(namespace, "kof-rally", runner_log(
         RaceReport(succeeded=True, results=summarize(race_json), race_json=race_json)), exit_code=0)
     wait_phase(apis, namespace, "kof", "Succeeded")
@@ -152,7 +153,7 @@ def test_a_pod_gone_before_its_log_was_read_fails_as_results_unavailable(
 
 
 def test_cluster_not_ready_before_the_timeout_fails_and_keep_on_failure_keeps_it(apis, eck, namespace, operator):
-    create_experiment(apis, namespace, "slow", rally={"clusterReadyTimeoutSeconds": 30, "cleanup": "KeepOnFailure"})
+    create_experiment(apis, namespace, "slow", lifecycle={"clusterReadyTimeoutSeconds": 30, "cleanup": "KeepOnFailure"})
     wait_for(lambda: es_exists(eck, namespace, "slow"), what="the ECK Elasticsearch resource")
     eck.provision(namespace, "slow")
     eck.set_status(namespace, "slow", phase="Ready", health="yellow", availableNodes=1,
@@ -221,7 +222,7 @@ def test_race_errors_fail_the_experiment_and_keep_partial_results(
         apis, eck, standin_kubelet, namespace, operator, race_json):
     run_to_benchmarking(apis, eck, namespace, "errors")
     report = RaceReport(succeeded=False, results=summarize(race_json), race_json=race_json,
-                        failure=Failure(kind=FailureKind.RACE_ERRORS, message="error rate 12.5% in task query"))
+                        failure=Failure(kind=Reason.RACE_ERRORS, message="error rate 12.5% in task query"))
     standin_kubelet.finish_job_pod(namespace, "errors-rally", runner_log(report), exit_code=13)
     failed = wait_phase(apis, namespace, "errors", "Failed")
     assert failed["status"]["reason"] == "RaceErrors"
@@ -233,7 +234,7 @@ def test_race_errors_fail_the_experiment_and_keep_partial_results(
 def test_a_runner_that_hangs_past_its_deadline_is_reported_as_race_timeout(
         apis, eck, standin_kubelet, namespace, operator):
     # The operator under test gives the Job a 5 s grace (see the operator fixture).
-    run_to_benchmarking(apis, eck, namespace, "timeout", rally={"raceTimeoutSeconds": 30})
+    run_to_benchmarking(apis, eck, namespace, "timeout", lifecycle={"raceTimeoutSeconds": 30})
     job_spec = apis.batch.read_namespaced_job("timeout-rally", namespace).spec
     assert job_spec.active_deadline_seconds == 35
     standin_kubelet.run_job_pod(namespace, "timeout-rally")  # it runs and never finishes
@@ -295,7 +296,7 @@ def test_operator_killed_mid_run_resumes_without_duplicates(
 
 
 def test_finished_experiment_is_deleted_after_its_ttl(apis, eck, standin_kubelet, namespace, operator, race_json):
-    run_to_benchmarking(apis, eck, namespace, "ttl", rally={"ttlSecondsAfterFinished": 2})
+    run_to_benchmarking(apis, eck, namespace, "ttl", lifecycle={"ttlSecondsAfterFinished": 2})
     standin_kubelet.finish_job_pod(namespace, "ttl-rally", runner_log(
         RaceReport(succeeded=True, results=summarize(race_json), race_json=race_json)), exit_code=0)
     wait_phase(apis, namespace, "ttl", "Succeeded")

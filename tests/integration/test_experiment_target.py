@@ -82,7 +82,7 @@ def test_a_reference_to_a_missing_cluster_fails_after_the_ready_timeout_from_its
     operator.stop()
     created = create_experiment(apis, namespace, "dangling", elasticsearch=None,
                                 target={"elasticsearchRef": {"name": "nowhere"}},
-                                rally={"clusterReadyTimeoutSeconds": 30})
+                                lifecycle={"clusterReadyTimeoutSeconds": 30})
     deadline = datetime.strptime(created["metadata"]["creationTimestamp"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
     time.sleep(max(0.0, (deadline + timedelta(seconds=31) - datetime.now(UTC)).total_seconds()))
     operator.start()

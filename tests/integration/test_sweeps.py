@@ -243,7 +243,7 @@ def test_gates_pass_when_no_contender_is_significantly_worse_and_contrasts_are_k
 
 def test_runs_removed_by_the_templates_ttl_keep_their_results_and_are_not_started_again(
         apis, eck, standin_kubelet, namespace, operator, race_json):
-    template = {**TEMPLATE, "rally": {"ttlSecondsAfterFinished": 0}}  # each run is deleted as it ends
+    template = {**TEMPLATE, "lifecycle": {"ttlSecondsAfterFinished": 0}}  # each run is deleted as it ends
     create_sweep(apis, namespace, "ttl", template=template, matrix=CODECS, repetitions=2)
     driver = Driver(apis, eck, standin_kubelet, namespace, race_json, "ttl")
     for _ in range(4):
@@ -321,6 +321,11 @@ def test_a_cell_the_experiment_crd_rejects_fails_the_sweep_before_any_run(apis, 
      "matrix field must be a field"),
     ({"spec": {"matrix": [{"field": "rally.image", "values": ["mine/rally:1"]}]}},
      "rally.image, elasticsearch.image, workload.source and workload.repository cannot vary between cells"),
+    # An include cell sets values as a matrix does, so the same two rules hold for its fields.
+    ({"spec": {"include": [{"target.external.passwordSecret.name": "theirs"}]}},
+     "target, rally.image, elasticsearch.image, workload.source and workload.repository cannot vary between cells"),
+    ({"spec": {"include": [{"index.codec": "best_compression", "spec.index.shards": 2}]}},
+     "include fields must each be a field of the Experiment spec"),
     ({"spec": {"repetitions": 0}}, "spec.repetitions"),
     ({"spec": {"gates": [{"task": "index-append", "metric": "speed", "maxRegressionPercent": 5}]}}, "spec.gates[0].metric"),
     ({"spec": {"template": {"elasticsearch": {"version": "8.15.3"}}}}, "spec.template.workload: Required value"),

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from esbench.api.race_report import FailureKind
-from esbench.cli.localcluster import free_port
+from esbench.api.reasons import Reason
+from esbench.localnode.localcluster import free_port
 from esbench.runner.race import EXIT_CODES, rally_processes
 from tests.support.elasticsearch import LATEST
 
@@ -17,7 +17,7 @@ def spec(track: str = "smoke", **workload) -> dict:
     return {"elasticsearch": {"version": LATEST}, "workload": {"track": track, "testMode": True, **workload}}
 
 
-def assert_failed(run, kind: FailureKind, *message_parts: str) -> None:
+def assert_failed(run, kind: Reason, *message_parts: str) -> None:
     assert run.report is not None, run.output
     assert not run.report.succeeded
     assert run.report.failure.kind == kind, run.report.failure
@@ -28,17 +28,17 @@ def assert_failed(run, kind: FailureKind, *message_parts: str) -> None:
 
 def test_an_unknown_track_parameter_is_a_track_error(clusters, race):
     run = race(spec(trackParams={"doc_count": 100, "no_such_param": 1}), clusters.get(LATEST).url)
-    assert_failed(run, FailureKind.TRACK_ERROR, "Unused track parameters", "no_such_param")
+    assert_failed(run, Reason.TRACK_ERROR, "Unused track parameters", "no_such_param")
 
 
 def test_a_rejected_query_aborts_the_race_by_default(clusters, race):
     run = race(spec("codec-search", trackParams=TOO_MANY_HITS), clusters.get(LATEST).url)
-    assert_failed(run, FailureKind.RACE_FAILED, "fetch-500-newest", "Result window is too large")
+    assert_failed(run, Reason.RACE_FAILED, "fetch-500-newest", "Result window is too large")
 
 
 def test_a_rejected_query_with_on_error_continue_finishes_with_race_errors(clusters, race):
     run = race(spec("codec-search", trackParams=TOO_MANY_HITS, onError="continue"), clusters.get(LATEST).url)
-    assert_failed(run, FailureKind.RACE_ERRORS, "fetch-500-newest")
+    assert_failed(run, Reason.RACE_ERRORS, "fetch-500-newest")
     tasks = {t.task: t for t in run.report.results.tasks}
     assert tasks["fetch-500-newest"].error_rate == 1.0
     assert tasks["index-append"].error_rate == 0.0
@@ -47,18 +47,18 @@ def test_a_rejected_query_with_on_error_continue_finishes_with_race_errors(clust
 
 def test_an_unreachable_target_is_reported_without_starting_rally(race):
     run = race(spec(), f"http://127.0.0.1:{free_port()}", target_timeout=2)
-    assert_failed(run, FailureKind.TARGET_UNREACHABLE, "did not answer")
+    assert_failed(run, Reason.TARGET_UNREACHABLE, "did not answer")
     assert "esrally race" not in run.output
 
 
 def test_an_unknown_bundled_track_is_an_invalid_spec(race):
     run = race(spec("no-such-track"), "http://127.0.0.1:1")
-    assert_failed(run, FailureKind.INVALID_SPEC, "workload.track must name a bundled track", "smoke")
+    assert_failed(run, Reason.INVALID_SPEC, "workload.track must name a bundled track", "smoke")
 
 
 def test_a_malformed_spec_is_an_invalid_spec(race):
     run = race({"workload": {"track": "smoke"}}, "http://127.0.0.1:1")
-    assert_failed(run, FailureKind.INVALID_SPEC, "elasticsearch")
+    assert_failed(run, Reason.INVALID_SPEC, "elasticsearch")
 
 
 # Its 75 s budget is wall time: a race that first waits for another machine-wide Rally (the runner
@@ -68,9 +68,9 @@ def test_a_malformed_spec_is_an_invalid_spec(race):
 def test_a_race_over_its_time_budget_is_stopped_with_all_its_rally_processes(clusters, race):
     # 75 s for everything, minus the runner's reporting margin: a full smoke race needs ~60 s.
     slow = spec(testMode=False)
-    slow["rally"] = {"raceTimeoutSeconds": 75}
+    slow["lifecycle"] = {"raceTimeoutSeconds": 75}
     run = race(slow, clusters.get(LATEST).url)
-    assert_failed(run, FailureKind.RACE_TIMEOUT, "did not finish within rally.raceTimeoutSeconds (75s)")
+    assert_failed(run, Reason.RACE_TIMEOUT, "did not finish within lifecycle.raceTimeoutSeconds (75s)")
     assert rally_processes(run.work_dir / "rally") == []
     # What survives, as the README says: the node figures sampled until the stop, and the race.json
     # Rally stored when the race began, without results (it computes them only at the end).

@@ -1,16 +1,16 @@
 """Real Elasticsearch nodes for the runner and CLI tests (one pool per test process).
 
-Thin on purpose: downloading, verifying, unpacking and starting live in esbench.localcluster,
+Thin on purpose: downloading, verifying, unpacking and starting live in esbench.localnode.localcluster,
 which local mode (`esbench run`) reuses. Here: which versions, and one node per version (and
 security setting) for the whole session, started on first use.
 """
 
 from __future__ import annotations
 
-from esbench.cli.localcluster import LocalCluster, start
+from esbench.localnode.localcluster import LocalCluster, start
 
 # The versions every bundled track is raced on. Studies may ask for others (002: 9.2.4, whose
-# integ-test-zip lacks `GET /` and which needs Java 21: esbench.cli.localcluster copes with both).
+# integ-test-zip lacks `GET /` and which needs Java 21: esbench.localnode.localcluster copes with both).
 VERSIONS = ("7.17.29", "8.7.1")
 LATEST = VERSIONS[-1]
 

@@ -9,7 +9,7 @@ from typing import Any
 EXPECTED_DEFAULTS: dict[str, dict[str, Any]] = {
     "workload": {"source": "Bundled", "onError": "abort"},
     "elasticsearch": {"tls": True, "storage": {"type": "PersistentVolumeClaim", "size": "10Gi"}},
-    "rally": {"cleanup": "Delete", "clusterReadyTimeoutSeconds": 1800},
+    "lifecycle": {"cleanup": "Delete", "clusterReadyTimeoutSeconds": 1800},
 }
 
 

@@ -95,9 +95,11 @@ def test_cells_are_checked_under_the_longest_name_a_run_gets():
 
 
 def test_more_than_max_cells_is_invalid():
-    with pytest.raises(grid.InvalidSweep, match=f"at most {grid.MAX_CELLS}"):
-        plan(bulk_sizes(grid.MAX_CELLS + 1))
-    assert len(plan(bulk_sizes(grid.MAX_CELLS), repetitions=1).cells) == grid.MAX_CELLS
+    # An axis has at most 50 values: 41 x 5 = 205 cells, 50 x 4 = 200.
+    clients = {"field": "workload.trackParams.clients", "values": [1, 2, 4, 8, 16]}
+    with pytest.raises(grid.InvalidSweep, match=f"makes 205 cells; at most {grid.MAX_CELLS}"):
+        plan(bulk_sizes(41), clients)
+    assert len(plan(bulk_sizes(50), {**clients, "values": [1, 2, 4, 8]}, repetitions=1).cells) == grid.MAX_CELLS
 
 
 # --- field paths -----------------------------------------------------------------------------
@@ -156,7 +158,7 @@ def test_what_admission_checks_against_the_creator_cannot_vary_between_cells(fie
 def test_cells_come_back_with_crd_defaults():
     spec = plan(CODECS).cells[0].spec
     assert spec["workload"]["source"] == "Bundled"
-    assert spec["rally"]["cleanup"] == "Delete"
+    assert spec["lifecycle"]["cleanup"] == "Delete"
 
 
 # --- baseline and gates -------------------------------------------------------------------

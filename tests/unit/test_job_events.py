@@ -12,6 +12,7 @@ from esbench.controller import handlers
 from esbench.controller.config import Settings
 from esbench.controller.kube import ECK_GROUP, ECK_PLURAL, ECK_VERSION, Gone
 from esbench.controller.lifecycle import Reconciler, RetryLater, race_ended
+from esbench.controller.wakeups import Schedule
 from tests.support.standin_eck import eck_status
 
 
@@ -52,8 +53,17 @@ def test_kopf_builds_no_state_to_diff_events_against():
     assert settings.persistence.diffbase_storage.build(body=kopf.Body(ended)) == {}
 
 
+def tracking(monkeypatch, *keys: tuple[str, str]) -> Schedule:
+    """The handlers' Experiment schedule, replaced by one that tracks these."""
+    schedule = Schedule(10.0)
+    for key in keys:
+        schedule.track(key, 300.0)
+    monkeypatch.setattr(handlers, "_experiments", schedule)
+    return schedule
+
+
 def test_only_a_jobs_end_or_deletion_reconciles_its_unfinished_experiment(monkeypatch):
-    monkeypatch.setattr(handlers, "_tracked", {("ns", "running")})
+    tracking(monkeypatch, ("ns", "running"))
 
     def reconciles(type_, body, experiment="running"):
         return handlers._race_ended_or_gone(type=type_, body=body, namespace="ns",
@@ -68,7 +78,7 @@ def test_only_a_jobs_end_or_deletion_reconciles_its_unfinished_experiment(monkey
 
 
 def test_a_deleted_cluster_matters_only_to_an_experiment_still_tracked(monkeypatch):
-    monkeypatch.setattr(handlers, "_tracked", {("ns", "running")})
+    tracking(monkeypatch, ("ns", "running"))
     labels = {handlers.EXPERIMENT_LABEL: "running"}
     assert handlers._may_need_its_experiment(type="DELETED", namespace="ns", labels=labels)
     finished = {handlers.EXPERIMENT_LABEL: "finished"}
@@ -80,7 +90,7 @@ def test_a_deleted_cluster_matters_only_to_an_experiment_still_tracked(monkeypat
 
 def test_a_clusters_creation_is_not_news_its_changes_are(monkeypatch):
     """Only the operator creates clusters with the label, in a reconcile that has read what it made."""
-    monkeypatch.setattr(handlers, "_tracked", {("ns", "running")})
+    tracking(monkeypatch, ("ns", "running"))
     labels = {handlers.EXPERIMENT_LABEL: "running"}
     assert not handlers._may_need_its_experiment(type="ADDED", namespace="ns", labels=labels)
     assert handlers._may_need_its_experiment(type="MODIFIED", namespace="ns", labels=labels)
@@ -101,7 +111,7 @@ class LeavesItAs:
 @pytest.mark.parametrize("left, still_tracked", [
     ({"spec": {"rally": {}}, "status": {"phase": "Succeeded"}}, False),
     ({"spec": {"rally": {}}, "status": {"phase": "Failed"}}, False),
-    ({"spec": {"rally": {"ttlSecondsAfterFinished": 60}}, "status": {"phase": "Succeeded"}}, True),  # a TTL to keep
+    ({"spec": {"lifecycle": {"ttlSecondsAfterFinished": 60}}, "status": {"phase": "Succeeded"}}, True),  # a TTL to keep
     ({"spec": {"rally": {}}, "status": {"phase": "Benchmarking"}}, True),
     (None, True),  # gone: its own DELETED event says so
 ])
@@ -109,12 +119,10 @@ def test_an_experiment_a_reconcile_finishes_is_untracked_at_once(monkeypatch, le
     """So that its cluster's deletion, which follows at once and may come before the Experiment's
     own watch event, costs no reconcile."""
     key = ("ns", "exp")
-    monkeypatch.setattr(handlers, "_tracked", {key: 300.0})
-    monkeypatch.setattr(handlers, "_next_look", {key: 0.0})
+    schedule = tracking(monkeypatch, key)
     monkeypatch.setattr(handlers, "_reconciler", LeavesItAs(left))
     handlers._reconcile(*key)
-    assert (key in handlers._tracked) is still_tracked
-    assert (key in handlers._next_look) is still_tracked
+    assert schedule.tracked(key) is still_tracked
     assert handlers._may_need_its_experiment(type="DELETED", namespace="ns",
                                              labels={handlers.EXPERIMENT_LABEL: "exp"}) is still_tracked
 
@@ -122,11 +130,10 @@ def test_an_experiment_a_reconcile_finishes_is_untracked_at_once(monkeypatch, le
 @pytest.mark.parametrize("raises", [RetryLater("log not readable yet"), Gone()])
 def test_a_reconcile_that_ends_early_leaves_the_tracking_as_it_was(monkeypatch, raises):
     key = ("ns", "exp")
-    monkeypatch.setattr(handlers, "_tracked", {key: 300.0})
-    monkeypatch.setattr(handlers, "_next_look", {key: 0.0})
+    schedule = tracking(monkeypatch, key)
     monkeypatch.setattr(handlers, "_reconciler", LeavesItAs(raises=raises))
     handlers._reconcile(*key)
-    assert key in handlers._tracked
+    assert schedule.tracked(key)
 
 
 def experiment_body(**status) -> dict:

@@ -182,9 +182,8 @@ def test_the_rally_pod_and_the_operator_run_as_the_high_uid_of_the_esbench_image
 
 def test_rally_job_without_tls_uses_http_and_mounts_no_ca():
     job = rally_job(
-        experiment(elasticsearch={"version": "7.17.29", "tls": False},
-                   rally={"image": "mine/rally:1", "raceTimeoutSeconds": 600,
-                          "resources": {"limits": {"cpu": "1"}}}))
+        experiment(elasticsearch={"version": "7.17.29", "tls": False}, lifecycle={"raceTimeoutSeconds": 600},
+                   rally={"image": "mine/rally:1", "resources": {"limits": {"cpu": "1"}}}))
     container = job["spec"]["template"]["spec"]["containers"][0]
     assert "--target-url=http://bench-1-es-http.perf.svc:9200" in container["args"]
     assert not any(a.startswith("--ca-file") for a in container["args"])

@@ -3,7 +3,7 @@ the kernel lays out v1 and v2 (the real one is used by tests/runner/test_io_regi
 
 import pytest
 
-from esbench.cli import memorycgroup
+from esbench.localnode import memorycgroup
 
 
 @pytest.fixture

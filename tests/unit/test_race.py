@@ -3,7 +3,8 @@
 import pytest
 
 from esbench.api import models
-from esbench.api.race_report import FailureKind, RaceReport
+from esbench.api.race_report import RaceReport
+from esbench.api.reasons import RACE_FAILURES, Reason
 from esbench.runner import race
 
 
@@ -12,10 +13,10 @@ def make_spec(**workload) -> models.ExperimentSpec:
 
 
 def test_every_failure_kind_has_its_own_non_zero_exit_status():
-    statuses = [race.EXIT_CODES[kind] for kind in FailureKind]
-    assert len(set(statuses)) == len(FailureKind) and 0 not in statuses and 1 not in statuses and 2 not in statuses
+    statuses = [race.EXIT_CODES[kind] for kind in RACE_FAILURES]
+    assert len(set(statuses)) == len(RACE_FAILURES) and 0 not in statuses and 1 not in statuses and 2 not in statuses
     assert race.exit_code(RaceReport(succeeded=True)) == 0
-    assert race.exit_code(race.failed(FailureKind.RACE_ERRORS, "x")) == 14
+    assert race.exit_code(race.failed(Reason.RACE_ERRORS, "x")) == 14
 
 
 def test_secrets_are_redacted_wherever_they_appear():
@@ -36,7 +37,7 @@ def test_a_runner_bug_still_ends_in_a_report(tmp_path):
             pass
 
     report = race.run(settings, out=Sink())
-    assert report.failure.kind == FailureKind.RACE_FAILED
+    assert report.failure.kind == Reason.RACE_FAILED
     assert report.failure.message.startswith("esbench runner error: AttributeError")
     assert "Traceback" in "".join(lines)
 

@@ -35,7 +35,7 @@ class ApiServer:
     def get_experiment(self, namespace, name):
         return {"metadata": {"name": NAME, "namespace": NAMESPACE, "uid": UID, "generation": 1},
                 "spec": {"elasticsearch": {"version": "8.15.3"}, "workload": {"track": "smoke"},
-                         "rally": {"cleanup": "Keep"}},
+                         "lifecycle": {"cleanup": "Keep"}},
                 "status": dict(self.status)}
 
     def job_pod(self, namespace, job_name):

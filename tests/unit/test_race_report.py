@@ -10,12 +10,12 @@ from esbench.api.models import Results, TaskResult, Throughput
 from esbench.api.race_report import (
     MARKER,
     Failure,
-    FailureKind,
     RaceReport,
     UnreadableReport,
     decode_report,
     encode_report,
 )
+from esbench.api.reasons import Reason
 
 
 def test_report_round_trips_through_a_noisy_log_in_short_lines():
@@ -30,7 +30,7 @@ def test_report_round_trips_through_a_noisy_log_in_short_lines():
 
 
 def test_the_last_complete_report_wins_and_a_truncated_one_is_ignored():
-    first = RaceReport(succeeded=False, failure=Failure(kind=FailureKind.TRACK_ERROR, message="Unused track parameters"))
+    first = RaceReport(succeeded=False, failure=Failure(kind=Reason.TRACK_ERROR, message="Unused track parameters"))
     second = RaceReport(succeeded=True)
     lines = encode_report(first) + encode_report(second)
     assert decode_report("\n".join(lines)) == second

@@ -3,7 +3,7 @@
 import pytest
 
 from esbench.api import models
-from esbench.api.race_report import FailureKind
+from esbench.api.reasons import Reason
 from esbench.runner import rally
 
 
@@ -213,23 +213,23 @@ Getting further help:
 
 
 def test_an_unused_track_parameter_is_a_track_error_with_rallys_message():
-    assert rally.failure_kind(UNUSED_PARAM) == FailureKind.TRACK_ERROR
+    assert rally.failure_kind(UNUSED_PARAM) == Reason.TRACK_ERROR
     assert rally.rally_error(UNUSED_PARAM) == (
         "esrally.exceptions.TrackConfigError: Unused track parameters ['bogus_param'].")
 
 
 def test_a_failing_request_is_a_race_failure_with_the_elasticsearch_error():
-    assert rally.failure_kind(BAD_QUERY) == FailureKind.RACE_FAILED
+    assert rally.failure_kind(BAD_QUERY) == Reason.RACE_FAILED
     message = rally.rally_error(BAD_QUERY)
     assert message.startswith("Cannot race. Error in load generator [0] Cannot run task [term]")
     assert "parsing_exception" in message
 
 
 @pytest.mark.parametrize("output, kind", [
-    ("[ERROR] Cannot race. Unknown challenge [nope] for track [geonames]", FailureKind.TRACK_ERROR),
-    ("[ERROR] Cannot race. Track geonam does not exist", FailureKind.TRACK_ERROR),
-    ("[ERROR] Cannot race. Elasticsearch REST API layer is not available.", FailureKind.TARGET_UNREACHABLE),
-    ("[ERROR] Cannot race. There are other Rally processes running", FailureKind.RACE_FAILED),
+    ("[ERROR] Cannot race. Unknown challenge [nope] for track [geonames]", Reason.TRACK_ERROR),
+    ("[ERROR] Cannot race. Track geonam does not exist", Reason.TRACK_ERROR),
+    ("[ERROR] Cannot race. Elasticsearch REST API layer is not available.", Reason.TARGET_UNREACHABLE),
+    ("[ERROR] Cannot race. There are other Rally processes running", Reason.RACE_FAILED),
 ])
 def test_failure_kinds_from_rally_messages(output, kind):
     assert rally.failure_kind(output) == kind

@@ -1,7 +1,12 @@
 """Conditions, headline and log excerpts for the Experiment status."""
 
+import pytest
+from pydantic import ValidationError
+
+from esbench.api import models
 from esbench.api.models import Results, TaskResult, Throughput
 from esbench.api.race_report import RaceReport, encode_report
+from esbench.controller import status
 from esbench.controller.status import condition, headline, log_excerpt, redact, with_condition
 
 
@@ -48,3 +53,13 @@ def test_a_condition_is_found_by_type():
     assert condition({"conditions": conditions}, "ClusterReady")["message"] == "waiting"
     assert condition({"conditions": conditions}, "BenchmarkComplete") is None
     assert condition({}, "ClusterReady") is None
+
+
+def test_a_status_field_the_crd_does_not_have_is_refused_before_the_api_server_prunes_it():
+    patch = {"phase": "Succeeded", "reason": "RaceSucceeded", "headline": "1,449 docs/s index-append",
+             "completionTime": None}
+    assert status.checked(models.ExperimentStatus, patch) is patch
+    with pytest.raises(ValidationError, match="headLine"):
+        status.checked(models.ExperimentStatus, {**patch, "headLine": "typo"})
+    with pytest.raises(ValidationError, match="progress"):
+        status.checked(models.SweepStatus, {"progress": {"cells": "two"}})

@@ -8,7 +8,7 @@ import pytest
 
 from esbench.analysis import stats
 from esbench.api import models
-from esbench.controller import grid, manifests, names, sweeps
+from esbench.controller import grid, manifests, names, sweepstate
 
 TEMPLATE = {"elasticsearch": {"version": "8.15.0"}, "workload": {"track": "smoke"}}
 CODECS = {"field": "index.codec", "values": ["default", "best_compression"]}
@@ -34,12 +34,12 @@ def child(cell: str, repetition: int, phase: str | None = None, reason: str | No
 
 
 def states(p: grid.Plan, children: list[dict[str, Any]], max_retries: int = 1) -> dict[tuple[str, int], str]:
-    return {s.run.key: s.state for s in sweeps.progress(p, children, max_retries)}
+    return {s.run.key: s.state for s in sweepstate.progress(p, children, max_retries)}
 
 
 def to_start(p: grid.Plan, children: list[dict[str, Any]], parallelism: int = 1, reuse: bool = True) -> list:
-    by_key = {s.run.key: s for s in sweeps.progress(p, children, max_retries=1)}
-    return [r.key for r in sweeps.runs_to_start(p, by_key, sweeps.groups(p, reuse), parallelism)]
+    by_key = {s.run.key: s for s in sweepstate.progress(p, children, max_retries=1)}
+    return [r.key for r in sweepstate.runs_to_start(p, by_key, sweepstate.groups(p, reuse), parallelism)]
 
 
 # --- progress ------------------------------------------------------------------------------
@@ -48,7 +48,7 @@ def to_start(p: grid.Plan, children: list[dict[str, Any]], parallelism: int = 1,
 def test_progress_groups_attempts_per_run_in_attempt_order():
     p = plan(CODECS)
     retry, first = child("c0", 1, "Benchmarking", attempt=2), child("c0", 1, "Failed", attempt=1)
-    found = sweeps.progress(p, [retry, first, child("c9", 1, "Succeeded")], max_retries=1)
+    found = sweepstate.progress(p, [retry, first, child("c9", 1, "Succeeded")], max_retries=1)
     assert [s.run.key for s in found] == [("c0", 1), ("c1", 1), ("c0", 2), ("c1", 2), ("c0", 3), ("c1", 3)]
     assert found[0].attempts == [first, retry] and found[0].latest is retry
     assert all(not s.attempts for s in found[1:])  # a cell the plan does not have is not followed
@@ -77,29 +77,29 @@ def test_a_run_that_vanished_after_it_succeeded_keeps_its_outcome_and_figures():
     p = plan(repetitions=1)
     done = child("c0", 1, "Succeeded")
     done["status"]["results"] = {"raceId": "r1", "tasks": [{"task": "index-append"}]}
-    records = sweeps.run_records(sweeps.progress(p, [done], max_retries=1))
+    records = sweepstate.run_records(sweepstate.progress(p, [done], max_retries=1))
     assert records == [{"name": "bench-c0-r1", "cell": "c0", "repetition": 1, "attempt": 1, "phase": "Succeeded",
                         "results": {"raceId": "r1", "tasks": [{"task": "index-append"}]}}]
-    gone = sweeps.progress(p, [], max_retries=1, records=records)  # deleted by hand, or by a TTL
+    gone = sweepstate.progress(p, [], max_retries=1, records=records)  # deleted by hand, or by a TTL
     assert gone[0].state == "Succeeded"
     assert gone[0].latest["status"]["results"] == done["status"]["results"]
-    assert sweeps.runs_to_start(p, {s.run.key: s for s in gone}, sweeps.groups(p, True), 1) == []
-    assert sweeps.run_records(gone) == records, "the record outlives the run"
+    assert sweepstate.runs_to_start(p, {s.run.key: s for s in gone}, sweepstate.groups(p, True), 1) == []
+    assert sweepstate.run_records(gone) == records, "the record outlives the run"
 
 
 def test_a_run_deleted_before_it_finished_is_a_failed_attempt_not_started_again_for_ever():
     p = plan(repetitions=1)
-    records = sweeps.run_records(sweeps.progress(p, [child("c0", 1, "Benchmarking")], max_retries=1))
-    gone = sweeps.progress(p, [], max_retries=1, records=records)
+    records = sweepstate.run_records(sweepstate.progress(p, [child("c0", 1, "Benchmarking")], max_retries=1))
+    gone = sweepstate.progress(p, [], max_retries=1, records=records)
     assert gone[0].state == "Pending", "one retry left"
-    assert gone[0].latest["status"]["reason"] == sweeps.RUN_DELETED
+    assert gone[0].latest["status"]["reason"] == sweepstate.RUN_DELETED
     retry = child("c0", 1, "Benchmarking", attempt=2)
-    records = sweeps.run_records(sweeps.progress(p, [retry], max_retries=1, records=records))
+    records = sweepstate.run_records(sweepstate.progress(p, [retry], max_retries=1, records=records))
     assert [(r["attempt"], r["phase"], r.get("reason")) for r in records] == [
-        (1, "Failed", sweeps.RUN_DELETED), (2, "Benchmarking", None)]
-    final = sweeps.progress(p, [], max_retries=1, records=records)
+        (1, "Failed", sweepstate.RUN_DELETED), (2, "Benchmarking", None)]
+    final = sweepstate.progress(p, [], max_retries=1, records=records)
     assert final[0].state == "Failed"
-    assert sweeps.runs_to_start(p, {s.run.key: s for s in final}, sweeps.groups(p, True), 1) == []
+    assert sweepstate.runs_to_start(p, {s.run.key: s for s in final}, sweepstate.groups(p, True), 1) == []
 
 
 # --- groups ----------------------------------------------------------------------------------
@@ -107,19 +107,19 @@ def test_a_run_deleted_before_it_finished_is_a_failed_attempt_not_started_again_
 
 def test_with_reuse_cells_differing_only_in_index_settings_form_one_group():
     p = plan({"field": "index.settings.index.translog.durability", "values": ["request", "async"]}, repetitions=2)
-    assert [[r.key for r in runs] for runs in sweeps.groups(p, reuse=True).values()] == [
+    assert [[r.key for r in runs] for runs in sweepstate.groups(p, reuse=True).values()] == [
         [("c0", 1), ("c1", 1), ("c0", 2), ("c1", 2)]]
 
 
 def test_without_reuse_each_run_is_its_own_group():
-    run_groups = sweeps.groups(plan(CODECS, repetitions=2), reuse=False)
+    run_groups = sweepstate.groups(plan(CODECS, repetitions=2), reuse=False)
     assert [[r.key for r in runs] for runs in run_groups.values()] == [[("c0", 1)], [("c1", 1)], [("c0", 2)],
                                                                        [("c1", 2)]]
 
 
 def test_runs_against_an_existing_cluster_always_share_one_group():
     target = {"target": {"elasticsearchRef": {"name": "es"}}, "workload": {"track": "smoke"}}
-    assert len(sweeps.groups(plan(CODECS, template=target), reuse=False)) == 1
+    assert len(sweepstate.groups(plan(CODECS, template=target), reuse=False)) == 1
 
 
 # --- runs_to_start ---------------------------------------------------------------------------
@@ -180,25 +180,25 @@ def test_the_fixture_rows_say_what_their_names_say():
 
 @pytest.mark.parametrize("rows, max_regression", [(ROWS_UNCHANGED, 0), (ROWS_20_PERCENT_WORSE, 25)])
 def test_a_gate_passes_when_complete_without_a_significant_regression_beyond_the_limit(rows, max_regression):
-    [verdict] = sweeps.gate_results([gate(max_regression)], rows, "c0", complete=True)
+    [verdict] = sweepstate.gate_results([gate(max_regression)], rows, "c0", complete=True)
     assert verdict["result"] == "Passed"
 
 
 def test_a_gate_fails_on_a_significant_regression_beyond_the_limit_even_before_completion():
     for complete in (False, True):
-        [verdict] = sweeps.gate_results([gate(10)], ROWS_20_PERCENT_WORSE, "c0", complete)
+        [verdict] = sweepstate.gate_results([gate(10)], ROWS_20_PERCENT_WORSE, "c0", complete)
         assert verdict["result"] == "Failed"
         assert verdict["message"].startswith("significant regression beyond 10.0%: c1 -20.0%")
 
 
 def test_a_gate_is_pending_while_the_sweep_runs():
-    [verdict] = sweeps.gate_results([gate(5)], ROWS_UNCHANGED, "c0", complete=False)
+    [verdict] = sweepstate.gate_results([gate(5)], ROWS_UNCHANGED, "c0", complete=False)
     assert verdict["result"] == "Pending"
 
 
 def test_a_gate_fails_when_complete_without_data_for_its_task_or_cell():
     gates = [gate(5, task="search"), gate(5, cells=["c2"])]
-    [no_task, no_cell] = sweeps.gate_results(gates, ROWS_UNCHANGED, "c0", complete=True)
+    [no_task, no_cell] = sweepstate.gate_results(gates, ROWS_UNCHANGED, "c0", complete=True)
     assert (no_task["result"], no_task["message"]) == ("Failed", "no comparison for any cell")
     assert (no_cell["result"], no_cell["message"]) == ("Failed", "no comparison for c2")
 
@@ -246,17 +246,17 @@ def test_warmup_runs_go_first_and_are_left_out_of_the_comparison():
         return {**child(cell, 1, "Succeeded"), "status": {"phase": "Succeeded", "results": results.to_wire()}}
 
     children = [succeeded("w0", 10.0), succeeded("c0", 1000.0), succeeded("c1", 900.0)]
-    rows = sweeps.comparison(p, sweeps.progress(p, children, 1), models.SweepSpec(template=TEMPLATE))
+    rows = sweepstate.comparison(p, sweepstate.progress(p, children, 1), models.SweepSpec(template=TEMPLATE))
     row = next(r for r in rows if r.metric.key == "throughput.median")
     assert [(c.cell, c.summary.n, c.summary.median) for c in row.cells] == [("c0", 1, 1000.0), ("c1", 1, 900.0)]
 
 
-def report_for(p: grid.Plan, children: list[dict[str, Any]], **spec: Any) -> sweeps.StatusReport:
+def report_for(p: grid.Plan, children: list[dict[str, Any]], **spec: Any) -> sweepstate.StatusReport:
     sweep_spec = models.SweepSpec(template=TEMPLATE, **spec)
-    states_ = sweeps.progress(p, children, sweep_spec.max_retries)
-    run_groups = sweeps.groups(p, reuse=True)
-    return sweeps.status_report(p, states_, run_groups, {key: "bench-g0" for key in run_groups}, sweep_spec,
-                                sweeps.comparison(p, states_, sweep_spec))
+    states_ = sweepstate.progress(p, children, sweep_spec.max_retries)
+    run_groups = sweepstate.groups(p, reuse=True)
+    return sweepstate.status_report(p, states_, run_groups, {key: "bench-g0" for key in run_groups}, sweep_spec,
+                                sweepstate.comparison(p, states_, sweep_spec))
 
 
 def test_status_report_while_running_then_complete_with_a_failed_run():
@@ -295,5 +295,5 @@ def test_a_gate_on_the_node_cpu_of_one_task_fails_when_that_task_costs_more_cpu(
     rows = stats.compare_cells({"c0": cpu_results(20, 21, 19, 20.5, 19.5), "c1": cpu_results(80, 81, 79, 80.5, 79.5)},
                                "c0", stats.Test.WELCH_T)
     gate = models.Gate(task="range-1950s", metric="process_cpu.percent", max_regression_percent=50)
-    [verdict] = sweeps.gate_results([gate], rows, "c0", complete=True)
+    [verdict] = sweepstate.gate_results([gate], rows, "c0", complete=True)
     assert verdict["result"] == "Failed" and "c1 +300.0%" in verdict["message"]

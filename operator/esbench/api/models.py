@@ -1,17 +1,23 @@
-"""Typed model of the Experiment custom resource (group esbench.io, version v1alpha1).
+"""The API of esbench.io/v1alpha1: the Experiment and ExperimentSweep resources, and the race report.
 
-The CRD in crds/ is the admission-time source of truth; these models give the rest of the
-code typed objects instead of nested dicts, and let local mode (no API server) apply the
-same rules before anything starts.
+These models are the one source of the API. The CRDs (api/crds.py, written to crds/ by
+scripts/generate-api.py), local admission (api/validation.py) and the API reference
+(docs/api.md) are made from them; the rest of the code gets typed objects instead of nested
+dicts. A field's bounds, pattern, default and description are pydantic's; what only
+Kubernetes checks (CEL rules, list-map keys, int-or-string) is its `json_schema_extra`
+(api/openapi.py). Rules that CEL cannot express are model validators, which the operator
+reports as InvalidSpec and local mode applies up front.
 """
 
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, model_validator
 from pydantic.alias_generators import to_camel
+
+from esbench.api.openapi import INT_OR_STRING, PRESERVE_UNKNOWN, SchemaOf, rules
 
 GROUP = "esbench.io"
 VERSION = "v1alpha1"
@@ -22,9 +28,33 @@ PLURAL = "experiments"
 BUNDLED_TRACKS = ("smoke", "indexing", "source-filtering", "range-queries", "codec-search", "period-search",
                   "esql-stored-fields")
 
+# What `esbench compare` measures per task, and (for sweep gates) per cluster and node;
+# tests/unit/test_contrasts.py holds analysis/compare.py to these names.
+TASK_METRIC_NAMES = (
+    "throughput.median", "latency.p50", "latency.p90", "latency.p99", "latency.p100", "service_time.p50",
+    "service_time.p90", "service_time.p99", "service_time.p100", "error_rate", "process_cpu.percent",
+    "process_cpu.max_node_percent", "process_cpu.time", "cgroup_cpu.time", "os_cpu.percent", "heap_used.mean",
+    "gc.time", "io.read_bytes", "io.read_operations", "io.write_bytes", "write_rejections", "indexed_rate",
+)
+METRIC_NAMES = (*TASK_METRIC_NAMES, "store_size", "segment_count", "indexing_time", "merge_time", "refresh_time",
+                "flush_time", "young_gc_time", "old_gc_time", "process_cpu.mean", "process_cpu.p90")
 
-# Scalars only, as the CRD allows (x-kubernetes-int-or-string) for elasticsearch.yml and index settings.
-Scalar = StrictInt | StrictStr
+
+def _cel_list(names: tuple[str, ...] | list[str]) -> str:
+    return repr(list(names))
+
+
+def _and(names: tuple[str, ...]) -> str:
+    return f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+# Scalars only, as the CRD allows (x-kubernetes-int-or-string) for elasticsearch.yml and index settings:
+# CEL can then check the keys.
+Scalar = Annotated[StrictInt | StrictStr, Field(json_schema_extra=INT_OR_STRING)]
+Quantity = Annotated[int | str, Field(pattern=(
+    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"))]
+SecretName = Annotated[str, Field(max_length=253)]
+TaskName = Annotated[str, Field(max_length=256)]
 
 
 class Model(BaseModel):
@@ -40,8 +70,11 @@ class Model(BaseModel):
 
 
 class ResourceRequirements(Model):
-    requests: dict[str, int | str] | None = None
-    limits: dict[str, int | str] | None = None
+    requests: dict[str, Quantity] | None = Field(None, max_length=8)
+    limits: dict[str, Quantity] | None = Field(None, max_length=8)
+
+
+RESOURCES = "Kubernetes resource requests and limits (cpu, memory)."
 
 
 class StorageType(str, Enum):
@@ -50,15 +83,25 @@ class StorageType(str, Enum):
 
 
 class Storage(Model):
+    model_config = ConfigDict(json_schema_extra=rules((
+        "self.type == 'PersistentVolumeClaim' || !has(self.storageClassName)",
+        "elasticsearch.storage.storageClassName applies only to type PersistentVolumeClaim")))
+
     type: StorageType = StorageType.PERSISTENT_VOLUME_CLAIM
-    size: str = "10Gi"
-    storage_class_name: str | None = None
+    size: str = Field("10Gi", max_length=32, json_schema_extra=rules((
+        r"self.matches('^[0-9]+(\\.[0-9]+)?(Ki|Mi|Gi|Ti|k|M|G|T)?$')",
+        "elasticsearch.storage.size must be a Kubernetes quantity such as 10Gi")))
+    storage_class_name: SecretName | None = None
+
+
+NODE_ROLES = ("master", "data", "data_content", "data_hot", "data_warm", "data_cold", "data_frozen", "ingest", "ml",
+              "remote_cluster_client", "transform", "voting_only")
 
 
 class NodeSet(Model):
-    name: str
-    count: int = Field(ge=1)
-    roles: list[str] | None = None
+    name: str = Field(max_length=23, pattern="^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    count: int = Field(ge=1, le=100)
+    roles: list[Literal[NODE_ROLES]] | None = Field(None, max_length=12)
 
 
 # elasticsearch.yml settings esbench gives every node of a cluster it creates, unless
@@ -67,17 +110,62 @@ class NodeSet(Model):
 # node.store.allow_mmap: "true". Local mode applies the same, so that both measure alike.
 DEFAULT_NODE_CONFIG: dict[str, Any] = {"node.store.allow_mmap": False}
 
+# ECK overrides these (UnsupportedSettings in ECK's api/elasticsearch/v1/fields.go) and only
+# warns: the cluster would silently not be what the Experiment says.
+ECK_SETTINGS = ("cluster.name", "cluster.initial_master_nodes", "discovery.seed_hosts", "discovery.seed_providers",
+                "network.host", "network.publish_host", "node.name", "path.data", "path.logs")
+_VERSION = r"self.matches('^[0-9]+\\.[0-9]+\\.[0-9]+$')"
+
 
 class Elasticsearch(Model):
-    version: str
-    node_count: int | None = Field(default=None, ge=1)
-    node_sets: list[NodeSet] | None = None
-    resources: ResourceRequirements | None = None
-    heap: str | None = None
-    storage: Storage = Storage()
-    config: dict[str, Scalar] | None = None
-    image: str | None = None
-    tls: bool = True
+    model_config = ConfigDict(json_schema_extra=rules(
+        ("!(has(self.nodeCount) && has(self.nodeSets))",
+         "set either elasticsearch.nodeCount or elasticsearch.nodeSets, not both"),
+        ("!has(self.nodeSets) || self.nodeSets.exists(s, !has(s.roles) || 'master' in s.roles)",
+         "elasticsearch.nodeSets needs a node set with the master role (or without roles, which means all "
+         "roles): ECK refuses a cluster without master nodes"),
+    ))
+
+    version: str = Field(max_length=32, description="Elasticsearch version, e.g. 8.15.3.", json_schema_extra=rules(
+        (_VERSION, "elasticsearch.version must look like MAJOR.MINOR.PATCH, e.g. 8.15.3"),
+        (f"!{_VERSION} || int(self.split('.')[0]) > 7 || (int(self.split('.')[0]) == 7 && "
+         "int(self.split('.')[1]) >= 17)",
+         "elasticsearch.version must be 7.17.0 or newer (older versions are not supported by ECK)"),
+    ))
+    node_count: int | None = Field(None, ge=1, le=100,
+                                   description="Number of nodes in a single node set with all roles. Default 1.")
+    node_sets: list[NodeSet] | None = Field(
+        None, min_length=1, max_length=10,
+        description="Named node sets (name, count, roles) instead of nodeCount; no roles means all roles.",
+        json_schema_extra={
+        "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]})
+    resources: ResourceRequirements | None = Field(None, description=RESOURCES)
+    heap: str | None = Field(
+        None, max_length=16,
+        description="JVM heap size (-Xms and -Xmx), e.g. 2g. Defaults to ECK's automatic heap sizing.",
+        json_schema_extra=rules(("self.matches('^[0-9]+[mMgG]$')",
+                                 "elasticsearch.heap must be a JVM size such as 512m or 2g")))
+    storage: Storage = Field(
+        Storage(), description="The data path: a PersistentVolumeClaim (size, storageClassName) or an EmptyDir.")
+    config: dict[str, Scalar] | None = Field(
+        None, max_length=64,
+        description="Extra elasticsearch.yml settings for every node. esbench sets node.store.allow_mmap: false "
+                    "unless this sets it (local mode too; status.results.environment.nodes[].mmap records it): mmap "
+                    "needs vm.max_map_count >= 262144 on the hosts, which a restricted pod cannot set. Set "
+                    'node.store.allow_mmap: "true" on prepared nodes: it changes performance.',
+        json_schema_extra=rules(
+            ("!self.exists(k, k.startsWith('xpack.security.') || k.startsWith('node.roles'))",
+             "elasticsearch.config must not set xpack.security.* (ECK manages security) or node.roles "
+             "(use nodeSets[].roles)"),
+            (f"!self.exists(k, k in {_cel_list(ECK_SETTINGS)})",
+             f"elasticsearch.config must not set {', '.join(ECK_SETTINGS[:-1])} or {ECK_SETTINGS[-1]}: "
+             "ECK sets them and ignores yours"),
+        ))
+    image: str | None = Field(
+        None, max_length=512,
+        description="Elasticsearch container image override; defaults to the official image for version.")
+    tls: bool = Field(True, description="ECK's self-signed HTTPS on the HTTP layer. false serves plain HTTP "
+                                        "(still with authentication).")
 
     def node_config(self) -> dict[str, Any]:
         """elasticsearch.yml settings of every node: esbench's defaults, then the spec's config."""
@@ -88,28 +176,40 @@ class Elasticsearch(Model):
 
 
 class SecretKeyRef(Model):
-    name: str
-    key: str
+    name: SecretName
+    key: SecretName
 
 
 class ElasticsearchRef(Model):
-    """An ECK Elasticsearch in the Experiment's namespace (ECK's Secrets give URL, user and CA)."""
-
-    name: str
+    name: str = Field(max_length=36)
 
 
 class ExternalCluster(Model):
-    """Any Elasticsearch reachable from the cluster, with basic-auth credentials from Secrets."""
+    model_config = ConfigDict(json_schema_extra=rules((
+        "has(self.username) == has(self.passwordSecret)",
+        "spec.target.external needs username and passwordSecret together (or neither, for a cluster without "
+        "authentication)")))
 
-    url: str
-    username: str | None = None
+    url: str = Field(max_length=512, json_schema_extra=rules((
+        "self.matches('^https?://[^/@ ]+(:[0-9]+)?/?$')",
+        "spec.target.external.url must be http(s)://HOST[:PORT] without credentials or a path")))
+    username: str | None = Field(None, max_length=256)
     password_secret: SecretKeyRef | None = None  # only by reference: never in the spec itself
     ca_secret: SecretKeyRef | None = None  # PEM CA for https; else the system's trust store
 
 
 class Target(Model):
-    elasticsearch_ref: ElasticsearchRef | None = None
-    external: ExternalCluster | None = None
+    model_config = ConfigDict(json_schema_extra=rules((
+        "has(self.elasticsearchRef) != has(self.external)",
+        "spec.target needs exactly one of elasticsearchRef or external")))
+
+    elasticsearch_ref: ElasticsearchRef | None = Field(
+        None, description="An ECK Elasticsearch in the Experiment's namespace, reached through ECK's Service and "
+                          "Secrets; the race starts once it is ready (reason ClusterNotFound if it never appears "
+                          "within lifecycle.clusterReadyTimeoutSeconds).")
+    external: ExternalCluster | None = Field(
+        None, description="Any Elasticsearch reachable from the Rally pod. Credentials only through Secrets in the "
+                          "Experiment's namespace.")
 
 
 # --- spec.index -----------------------------------------------------------------------
@@ -120,12 +220,36 @@ class Codec(str, Enum):
     BEST_COMPRESSION = "best_compression"
 
 
+# Settings with a field of their own in spec.index.
+_INDEX_FIELD_SETTINGS = ("index.codec", "codec", "index.number_of_shards", "number_of_shards",
+                         "index.number_of_replicas", "number_of_replicas", "index.refresh_interval",
+                         "refresh_interval")
+
+
 class Index(Model):
-    codec: Codec | None = None
-    shards: int | None = Field(default=None, ge=1)
-    replicas: int | None = Field(default=None, ge=0)
-    refresh_interval: str | None = None
-    settings: dict[str, Scalar] | None = None
+    codec: Codec | None = Field(None, description="index.codec.")
+    shards: int | None = Field(None, ge=1, le=1024,
+                               description="index.number_of_shards (Rally's track parameter number_of_shards).")
+    replicas: int | None = Field(None, ge=0, le=32,
+                                 description="index.number_of_replicas (Rally's track parameter number_of_replicas).")
+    refresh_interval: str | None = Field(
+        None, max_length=16,
+        description="index.refresh_interval, an Elasticsearch time value such as 1s or 30s, or -1 to disable "
+                    "refresh.",
+        json_schema_extra=rules((
+            "self.matches('^(-1|[0-9]+(nanos|micros|ms|s|m|h|d))$')",
+            "index.refreshInterval must be an Elasticsearch time value such as 1s, 500ms or 30s, or -1")))
+    settings: dict[str, Scalar] | None = Field(
+        None, max_length=64,
+        description='Further index settings by their full name, e.g. index.translog.durability. Scalars only; '
+                    'quote booleans ("true").',
+        json_schema_extra=rules(
+            (f"!self.exists(k, k in {_cel_list(_INDEX_FIELD_SETTINGS)})",
+             "index.settings must not set codec, number_of_shards, number_of_replicas or refresh_interval: use "
+             "index.codec, index.shards, index.replicas and index.refreshInterval"),
+            ("self.all(k, k.startsWith('index.'))",
+             "index.settings keys must be full index setting names starting with 'index.'"),
+        ))
 
 
 # --- spec.workload --------------------------------------------------------------------
@@ -138,8 +262,10 @@ class TrackSource(str, Enum):
 
 
 class TrackRepository(Model):
-    url: str
-    revision: str | None = None
+    url: str = Field(max_length=512, json_schema_extra=rules((
+        "self.matches('^(https://|ssh://|git@)[^ ]+$')",
+        "workload.repository.url must be a git URL (https://, ssh:// or git@)")))
+    revision: str | None = Field(None, max_length=128, description="Commit or branch to pin the track to.")
 
 
 class OnError(str, Enum):
@@ -150,17 +276,27 @@ class OnError(str, Enum):
 # Bundled tracks whose search tasks take workload.load (tracks/search-load.j2).
 LOAD_TRACKS = ("source-filtering", "range-queries", "codec-search", "period-search", "esql-stored-fields")
 
+Rate = Annotated[float, Field(gt=0)]
+
 
 class Load(Model):
     """How a bundled track's search tasks are driven, as Rally drives any task: clients, a target
     throughput (Rally's deterministic schedule: a fixed rate, not back to back) and a time
     period. For other tracks, set the track's own parameters in workload.trackParams."""
 
-    target_throughput: float | None = Field(default=None, gt=0)  # ops/s, every search task
-    task_target_throughputs: dict[str, float] | None = None  # ops/s by task name; wins over targetThroughput
-    clients: int | None = Field(default=None, ge=1)
-    time_period_seconds: int | None = Field(default=None, ge=1)  # else the track's iterations
-    warmup_time_period_seconds: int | None = Field(default=None, ge=0)
+    model_config = ConfigDict(json_schema_extra=rules((
+        "!has(self.warmupTimePeriodSeconds) || has(self.timePeriodSeconds)",
+        "workload.load.warmupTimePeriodSeconds needs timePeriodSeconds (without it the track's iterations apply)")))
+
+    target_throughput: float | None = Field(None, gt=0, description="Operations per second for every search task.")
+    task_target_throughputs: dict[str, Rate] | None = Field(
+        None, max_length=64, description="Operations per second by task name; wins over targetThroughput.")
+    clients: int | None = Field(None, ge=1, le=1024, description="Clients per search task.")
+    time_period_seconds: int | None = Field(
+        None, ge=1, le=86400,
+        description="Measured time per search task, after the warm-up; unset: the track's iterations.")
+    warmup_time_period_seconds: int | None = Field(
+        None, ge=0, le=86400, description="Warm-up time per search task (default 10).")
 
     def track_params(self) -> dict[str, Any]:
         """The bundled tracks' parameters for these settings (tracks/search-load.j2)."""
@@ -174,29 +310,74 @@ class Load(Model):
         return {name: value for name, value in params.items() if value is not None}
 
 
+# analysis.contrasts.DEFAULT_METRICS, named here for the reference (analysis sits above the API).
+_DEFAULT_CONTRAST_METRICS = "service_time.p50, service_time.p99, latency.p50, throughput.median, process_cpu.percent"
+
+
 class Contrast(Model):
     """Tasks of one race that are variants of one question (e.g. the same search with and without
     _source), each compared with the baseline task: change and, over repetitions, significance."""
 
-    name: str
-    baseline: str  # a task name
-    variants: list[str] = Field(min_length=1)
-    metrics: list[str] | None = None  # as in `esbench compare`; default analysis.contrasts.DEFAULT_METRICS
+    model_config = ConfigDict(json_schema_extra=rules((
+        "!(self.baseline in self.variants)", "a contrast's baseline task must not also be one of its variants")))
+
+    name: str = Field(max_length=63, json_schema_extra=rules((
+        "self.matches('^[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$')",
+        "workload.contrasts[].name must be lower case letters, digits, '-', '_' or '.'")))
+    baseline: TaskName = Field(description="The task the variants are compared with.")
+    variants: list[TaskName] = Field(min_length=1, max_length=16)
+    metrics: list[Literal[TASK_METRIC_NAMES]] | None = Field(
+        None, max_length=20, description=f"As in esbench compare; default {_DEFAULT_CONTRAST_METRICS}.")
 
 
 class Workload(Model):
-    track: str
-    source: TrackSource = TrackSource.BUNDLED
+    model_config = ConfigDict(json_schema_extra=rules(
+        (f"self.source != 'Bundled' || self.track in {_cel_list(BUNDLED_TRACKS)}",
+         f"workload.track must name a bundled track ({', '.join(BUNDLED_TRACKS)}) when workload.source is Bundled"),
+        ("(self.source == 'Git') == has(self.repository)",
+         "workload.repository is required when workload.source is Git, and only then"),
+        ("!(has(self.includeTasks) && has(self.excludeTasks))",
+         "set either workload.includeTasks or workload.excludeTasks, not both"),
+        (f"!has(self.load) || (self.source == 'Bundled' && self.track in {_cel_list(LOAD_TRACKS)})",
+         f"workload.load drives the search tasks of the bundled tracks {_and(LOAD_TRACKS)}; for other tracks set "
+         "the track's own parameters in workload.trackParams"),
+        ("!has(self.maxErrorRate) || self.onError == 'continue'",
+         "workload.maxErrorRate needs workload.onError continue (abort stops the race at the first failed request)"),
+    ))
+
+    track: str = Field(max_length=63, description=(
+        "A bundled track (esql-stored-fields needs ES|QL, which the offline distribution lacks), a track of "
+        "rally-tracks, or of workload.repository, as workload.source says."), json_schema_extra=rules((
+        "self.matches('^[a-z0-9][a-z0-9_.-]*$')",
+        "workload.track must be a Rally track name (lower case letters, digits, '-', '_', '.')")))
+    source: TrackSource = Field(
+        TrackSource.BUNDLED,
+        description="Bundled (shipped with esbench, works offline), RallyTracks (the default rally-tracks "
+                    "repository) or Git (repository below).")
     repository: TrackRepository | None = None
-    challenge: str | None = None
-    track_params: dict[str, Any] | None = None
-    include_tasks: list[str] | None = None
-    exclude_tasks: list[str] | None = None
-    test_mode: bool = False
-    on_error: OnError = OnError.ABORT
-    max_error_rate: float | None = Field(default=None, ge=0, le=1)  # with on_error continue: errors measured, not fatal
-    load: Load | None = None
-    contrasts: list[Contrast] | None = None
+    challenge: str | None = Field(None, max_length=128, description="Rally's --challenge.")
+    track_params: dict[str, Any] | None = Field(
+        None, max_length=64,
+        description="Rally track parameters (any JSON). The operator rejects number_of_shards, number_of_replicas "
+                    "and index_settings here when spec.index sets them.")
+    include_tasks: list[TaskName] | None = Field(None, max_length=64, description="Rally's --include-tasks.")
+    exclude_tasks: list[TaskName] | None = Field(None, max_length=64, description="Rally's --exclude-tasks.")
+    test_mode: bool = Field(False, description="Rally's --test-mode: a smoke run, never for numbers.")
+    on_error: OnError = Field(
+        OnError.ABORT, description="Rally's --on-error. abort fails the Experiment at the first request error.")
+    max_error_rate: float | None = Field(
+        None, ge=0, le=1,
+        description="With onError continue: the highest error rate (failed requests / requests) of any task that "
+                    "still counts as a successful race, e.g. for bulk rejections that are part of the measurement. "
+                    "Above it the Experiment fails with RaceErrors. Default 0.")
+    load: Load | None = Field(
+        None, description="How the search tasks are driven: Rally's clients, target-throughput (a fixed rate by "
+                          "Rally's deterministic schedule, instead of back to back) and time-period.")
+    contrasts: list[Contrast] | None = Field(
+        None, max_length=16,
+        description="Tasks of this race that are variants of one question, each compared with a baseline task of "
+                    "the same race (status.contrasts; with significance over a sweep's repetitions).",
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]})
 
 
 # --- spec.rally -----------------------------------------------------------------------
@@ -208,23 +389,93 @@ class CleanupPolicy(str, Enum):
     KEEP_ON_FAILURE = "KeepOnFailure"
 
 
+# esrally (argparse) accepts unambiguous prefixes of long options, so a denylist of what
+# esbench controls could always be spelled around: an allowlist, spelled in full.
+RALLY_OPTIONS = ("--telemetry", "--telemetry-params", "--user-tags", "--enable-assertions",
+                 "--enable-driver-profiling")
+
+
 class Rally(Model):
-    image: str | None = None
-    resources: ResourceRequirements | None = None
-    extra_args: list[str] | None = None
-    cluster_ready_timeout_seconds: int = Field(default=1800, ge=1)
-    race_timeout_seconds: int = Field(default=7200, ge=1)
-    cleanup: CleanupPolicy = CleanupPolicy.DELETE
-    ttl_seconds_after_finished: int | None = Field(default=None, ge=0)
+    """The Rally pod."""
+
+    model_config = ConfigDict(json_schema_extra=rules(*(
+        (f"!has(self.{field})", f"rally.{field} is now lifecycle.{field}: move it to spec.lifecycle")
+        for field in ("cleanup", "clusterReadyTimeoutSeconds", "raceTimeoutSeconds", "ttlSecondsAfterFinished"))))
+
+    image: str | None = Field(None, max_length=512,
+                              description="Runner image; defaults to the operator's configured image.")
+    resources: ResourceRequirements | None = Field(None, description=RESOURCES)
+    extra_args: list[Annotated[str, Field(max_length=256)]] | None = Field(
+        None, max_length=32, description="Extra esrally arguments, from an allowlist.", json_schema_extra=rules((
+            f"self.all(a, !a.startsWith('-') || a.split('=')[0] in {_cel_list(RALLY_OPTIONS)})",
+            f"rally.extraArgs may only use these esrally options, spelled in full: {', '.join(RALLY_OPTIONS)} "
+            "(esbench sets every other option from the spec)")))
+    # Until 2026-11-26 these were here; now in spec.lifecycle. Declared only so that admission
+    # refuses them with a message saying where they went (an undeclared field would be an
+    # "unknown field" error, or pruned without a word under kubectl's --validate=warn). Documents
+    # written before (stored objects, result files) are read with them moved (ExperimentSpec).
+    cleanup: CleanupPolicy | None = Field(None, description="Moved to lifecycle.cleanup.")
+    cluster_ready_timeout_seconds: int | None = Field(None, description="Moved to lifecycle.clusterReadyTimeoutSeconds.")
+    race_timeout_seconds: int | None = Field(None, description="Moved to lifecycle.raceTimeoutSeconds.")
+    ttl_seconds_after_finished: int | None = Field(None, description="Moved to lifecycle.ttlSecondsAfterFinished.")
+
+
+# The fields spec.rally had until they moved to spec.lifecycle, by their wire names.
+MOVED_TO_LIFECYCLE = ("cleanup", "clusterReadyTimeoutSeconds", "raceTimeoutSeconds", "ttlSecondsAfterFinished")
+
+
+def lifecycle_setting(spec: dict[str, Any], name: str, default: Any = None) -> Any:
+    """A spec.lifecycle setting (wire name) of a spec as stored, without parsing all of it: as
+    ExperimentSpec reads it, from spec.rally in a document written before spec.lifecycle."""
+    for section in (spec.get("rally") or {}, spec.get("lifecycle") or {}):
+        if section.get(name) is not None:
+            return section[name]
+    return default
+
+
+class Lifecycle(Model):
+    """How long an Experiment waits, and what it leaves behind."""
+
+    cleanup: CleanupPolicy = Field(
+        CleanupPolicy.DELETE,
+        description="What happens to the Elasticsearch cluster the Experiment made once the race is over.")
+    cluster_ready_timeout_seconds: int = Field(
+        1800, ge=30, le=86400,
+        description="Bounds everything before the race (ECK missing, the cluster not ready or not found), counted "
+                    "from the Experiment's creation: time the operator was down counts too.")
+    race_timeout_seconds: int = Field(7200, ge=30, le=604800, description="Bounds the race, from the Rally pod's start.")
+    ttl_seconds_after_finished: int | None = Field(
+        None, ge=0, description="Delete the whole Experiment this long after it finished. Unset keeps it.")
 
 
 class ExperimentSpec(Model):
-    # Exactly one of the two (the CRD enforces it): a cluster of its own, or one it only uses.
+    model_config = ConfigDict(json_schema_extra=rules((
+        "has(self.elasticsearch) != has(self.target)",
+        "set either spec.elasticsearch (a cluster of the Experiment's own) or spec.target (an existing cluster it "
+        "only uses), not both")))
+
     elasticsearch: Elasticsearch | None = None
-    target: Target | None = None
-    index: Index = Index()
+    target: Target | None = Field(
+        None, description="An existing cluster to benchmark instead of creating one. It is never modified or deleted "
+                          "by esbench (besides the benchmark's own indices), and must not run other benchmarks at the "
+                          "same time.")
+    index: Index = Field(
+        Index(), description="Index settings of the benchmark's indices, passed to Rally as track parameters.")
     workload: Workload
-    rally: Rally = Rally()
+    rally: Rally = Field(Rally(), description="The Rally pod.")
+    lifecycle: Lifecycle = Field(Lifecycle(), description="How long the Experiment waits, and what it leaves behind.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _lifecycle_moved_out_of_rally(cls, data: Any) -> Any:
+        """A document written before spec.lifecycle existed (a stored object, a result file) read as
+        it would be written now. Admission refuses the old fields in anything new."""
+        rally = data.get("rally") if isinstance(data, dict) else None
+        if not isinstance(rally, dict) or not set(rally) & set(MOVED_TO_LIFECYCLE):
+            return data
+        moved = {key: value for key, value in rally.items() if key in MOVED_TO_LIFECYCLE and value is not None}
+        return {**data, "rally": {key: value for key, value in rally.items() if key not in MOVED_TO_LIFECYCLE},
+                "lifecycle": {**(data.get("lifecycle") or {}), **moved}}
 
     @model_validator(mode="after")
     def _one_cluster(self) -> ExperimentSpec:
@@ -254,6 +505,25 @@ class ExperimentSpec(Model):
             if conflict:
                 raise ValueError(f"workload.trackParams.{param} conflicts with {field}: set it in one place only")
         return self
+
+
+# The Experiment's name becomes ECK's cluster name, and through it the names of Services and pods.
+EXPERIMENT_NAME_RULES = rules(
+    # ECK limits cluster names to 36 characters.
+    ("self.metadata.name.size() <= 36",
+     "metadata.name must be at most 36 characters (it names the ECK Elasticsearch cluster)"),
+    # ECK names Services after the cluster (NAME-es-http): a DNS-1035 label, so no dots and a
+    # letter first, stricter than the DNS subdomain the API server asks of any name.
+    ("self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",
+     "metadata.name must be a DNS-1035 label: lower-case letters, digits and '-', starting with a letter and ending "
+     "with a letter or digit (it names the cluster's Services)"),
+    # ECK's StatefulSet NAME-es-NODESET names pods NAME-es-NODESET-ORDINAL, and each pod's
+    # controller-revision-hash label (that name, '-' and 10 characters) must fit 63 characters.
+    ("!has(self.spec.elasticsearch) || !has(self.spec.elasticsearch.nodeSets) || "
+     "self.spec.elasticsearch.nodeSets.all(s, size(self.metadata.name) + size(s.name) + size(string(s.count)) <= 48)",
+     "metadata.name and elasticsearch.nodeSets[].name are too long together: ECK's pod names "
+     "NAME-es-NODESET-ORDINAL plus a 10-character revision hash must fit 63 characters"),
+)
 
 
 # --- status ---------------------------------------------------------------------------
@@ -447,17 +717,92 @@ class Results(Model):
     environment: Environment | None = None
 
 
+Int64 = Annotated[int, Field(json_schema_extra={"format": "int64"})]
+Timestamp = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
+Records = list[dict[str, Any]]  # each a free-form object (typed where it is written)
+
+
+class Condition(Model):
+    """A Kubernetes condition (metav1.Condition's fields)."""
+
+    type: str
+    status: Literal["True", "False", "Unknown"]
+    observed_generation: Int64 | None = None
+    last_transition_time: Timestamp
+    reason: str
+    message: str
+
+
+Conditions = Annotated[list[Condition], Field(json_schema_extra={
+    "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]})]
+
+
+class ExperimentStatus(Model):
+    phase: Phase | None = None
+    reason: str | None = None
+    message: str | None = None
+    observed_generation: Int64 | None = None
+    cluster_name: str | None = None
+    cluster_version: str | None = None
+    cluster_uid: str | None = Field(
+        None, alias="clusterUID",
+        description="The UID of the Elasticsearch resource the race ran on, when the Experiment owns it (what its "
+                    "cleanup deletes).")
+    job_name: str | None = None
+    race_id: str | None = None
+    start_time: Timestamp | None = None
+    cluster_ready_time: Timestamp | None = None
+    completion_time: Timestamp | None = None
+    headline: str | None = None
+    race_json_config_map: str | None = None
+    contrasts: Records | None = Field(
+        None, description="workload.contrasts over this race: per contrast and metric, the baseline task's and each "
+                          "variant's figure and its change.")
+    results: dict[str, Any] | None = Field(
+        None, description="Rally's figures exactly as reported (see esbench.api.models.Results).")
+    conditions: Conditions | None = None
+
+
 # --- ExperimentSweep ------------------------------------------------------------------
 
 SWEEP_KIND = "ExperimentSweep"
 SWEEP_PLURAL = "experimentsweeps"
 
 
+# The sections of the spec a cell may vary, and what it may not: what the chart's admission policy
+# checks against the creator of a sweep in its template (the Secrets and clusters a run would be
+# handed, and code of the user's choice), since the runs are created by the operator, not by
+# that user. The matrix's and include's rules below and the operator's planner read both.
+SPEC_SECTIONS = ("elasticsearch", "index", "workload", "rally", "lifecycle")
+TEMPLATE_ONLY_FIELDS = ("target", "rally.image", "elasticsearch.image", "workload.source", "workload.repository")
+_SPEC_FIELD = rf"'^({'|'.join(SPEC_SECTIONS)})\\.[A-Za-z0-9_.-]+$'"
+_TEMPLATE_ONLY_MESSAGE = (f"{', '.join(TEMPLATE_ONLY_FIELDS[:-1])} and {TEMPLATE_ONLY_FIELDS[-1]} cannot vary between "
+                          "cells: set them in the template, where admission checks them against the sweep's creator")
+_SECTIONS_MESSAGE = f"a field of the Experiment spec under {', '.join(SPEC_SECTIONS[:-1])} or {SPEC_SECTIONS[-1]}"
+
+
+def _varies_only_cell_fields(field: str) -> tuple[str, str]:
+    """The CEL condition that `field` (a CEL expression of a field path) may vary between cells."""
+    return (f"!{_cel_list(TEMPLATE_ONLY_FIELDS)}.exists(g, {field} == g || {field}.startsWith(g + '.'))",
+            f"{field}.matches({_SPEC_FIELD})")
+
+
+_MATRIX_FIELD, _MATRIX_SECTION = _varies_only_cell_fields("self")
+_INCLUDE_FIELD, _INCLUDE_SECTION = _varies_only_cell_fields("f")
+AnyValue = Annotated[Any, Field(json_schema_extra=PRESERVE_UNKNOWN)]
+
+
 class Axis(Model):
     """One dimension of the grid: a field of the Experiment spec and the values it takes."""
 
-    field: str  # e.g. index.codec, elasticsearch.version, workload.trackParams.bulk_size
-    values: list[Any] = Field(min_length=1)
+    field: str = Field(
+        max_length=256,
+        description="A field of the Experiment spec, e.g. index.codec, elasticsearch.version, "
+                    "workload.trackParams.bulk_size, index.settings.index.translog.durability (after "
+                    "index.settings., elasticsearch.config. and workload.trackParams. the rest is one key).",
+        json_schema_extra=rules((_MATRIX_SECTION, f"matrix field must be {_SECTIONS_MESSAGE}, e.g. index.codec"),
+                                (_MATRIX_FIELD, _TEMPLATE_ONLY_MESSAGE)))
+    values: list[Any] = Field(min_length=1, max_length=50)
 
 
 class RunOrder(str, Enum):
@@ -474,37 +819,81 @@ class SignificanceTest(str, Enum):
 
 
 class Statistics(Model):
-    test: SignificanceTest = SignificanceTest.WELCH_T
-    confidence: float = Field(default=0.95, gt=0.5, lt=1)
-    noise_threshold_percent: float = Field(default=5.0, gt=0)
+    test: SignificanceTest = Field(
+        SignificanceTest.WELCH_T,
+        description="WelchT compares means (change in % of means); MannWhitneyU is rank-based and robust to outliers "
+                    "(change in % of medians; needs 4+ repetitions per cell to ever reach p < 0.05).")
+    confidence: float = Field(0.95, gt=0.5, lt=1)
+    noise_threshold_percent: float = Field(
+        5.0, gt=0, description="A cell whose coefficient of variation exceeds this is flagged noisy.")
 
 
 class Gate(Model):
     """A regression gate: no contender may be significantly worse than the baseline by more than this."""
 
-    task: str  # a Rally task, or "cluster" / "nodes" for the node-level figures
-    metric: str  # as in `esbench compare`: throughput.median, latency.p99, store_size, ...
+    task: TaskName = Field(description="A Rally task, or cluster / nodes for node-level figures.")
+    metric: Literal[METRIC_NAMES] = Field(description="As in esbench compare.")
     max_regression_percent: float = Field(ge=0)
-    cells: list[str] | None = None  # cell ids (c1, c2, ...); default every contender
+    cells: list[Annotated[str, Field(pattern="^c[0-9]+$")]] | None = Field(
+        None, max_length=200, description="Cell ids (c1, c2, ...) to gate; default every contender.")
 
 
 class SweepSpec(Model):
-    template: dict[str, Any]  # an Experiment spec; each cell overrides the matrix's fields
-    matrix: list[Axis] = []
-    include: list[dict[str, Any]] | None = None  # extra cells, as {field: value}
-    exclude: list[dict[str, Any]] | None = None  # cells to leave out: every given field matches
-    repetitions: int = Field(default=3, ge=1, le=50)
-    baseline: dict[str, Any] | None = None  # {field: value} of the baseline cell; default the first cell
-    parallelism: int = Field(default=1, ge=1, le=50)
-    order: RunOrder = RunOrder.INTERLEAVED
-    seed: int = 0
-    cluster_reuse: bool = True
-    # Runs at the start of each shared cluster that are not counted: right after a node starts,
-    # the JIT and the caches make the first races slower, which would bias the first cells.
-    warmup_runs: int = Field(default=0, ge=0, le=10)
-    max_retries: int = Field(default=1, ge=0, le=5)
+    template: Annotated[dict[str, Any], SchemaOf(
+        ExperimentSpec, "An Experiment spec, checked as the Experiment CRD checks one. Every cell is this spec with "
+                        "the matrix's values set.")]
+    matrix: list[Axis] = Field(
+        [], max_length=8, description="The axes of the grid; the cells are every combination of their values.",
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["field"]})
+    include: list[Annotated[dict[str, AnyValue], Field(json_schema_extra=rules(
+        (f"self.all(f, {_INCLUDE_SECTION})", f"include fields must each be {_SECTIONS_MESSAGE}, e.g. index.codec"),
+        (f"self.all(f, {_INCLUDE_FIELD})", _TEMPLATE_ONLY_MESSAGE)))]] | None = Field(
+        None, max_length=50,
+        description="Extra cells, each as {field: value} (with no matrix: one knob at a time against the "
+                    "template).")
+    exclude: list[dict[str, Any]] | None = Field(
+        None, max_length=50,
+        description="Cells to leave out, each selected by {field: value} (every given field must match).")
+    baseline: dict[str, Any] | None = Field(
+        None, description="The baseline cell as {field: value}; defaults to the first cell.")
+    repetitions: int = Field(
+        3, ge=1, le=50,
+        description="Runs per cell. One run per configuration is noise; 5 or more make the tests meaningful.")
+    parallelism: int = Field(
+        1, ge=1, le=50,
+        description="Clusters at work at once (runs at once without clusterReuse). Parallel runs share the nodes' "
+                    "CPU, disks and network, and measure each other.")
+    order: RunOrder = Field(
+        RunOrder.INTERLEAVED,
+        description="Interleaved runs every cell once per round so that drift spreads over all cells; Shuffled also "
+                    "shuffles each round (seeded); Sequential runs a cell's repetitions back to back.")
+    seed: int = Field(0, description="Seed of the Shuffled order.")
+    cluster_reuse: bool = Field(
+        True, description="Cells with the same elasticsearch spec and track share one cluster owned by the sweep "
+                          "(NAME-g<n>) and run one after another on it, each race with a fresh index (the track "
+                          "deletes and creates it).")
+    # Right after a node starts, the JIT and the caches make the first races slower, which would
+    # bias the first cells.
+    warmup_runs: int = Field(
+        0, ge=0, le=10,
+        description="Runs at the start of each shared cluster that are not counted (cells w0, w1, ...), so that JIT "
+                    "warm-up and cold caches do not bias the first cells. Only with clusterReuse (or spec.target).")
+    max_retries: int = Field(1, ge=0, le=5, description="Attempts after a failed run (not after InvalidSpec).")
     statistics: Statistics = Statistics()
-    gates: list[Gate] | None = None
+    gates: list[Gate] | None = Field(
+        None, max_length=20,
+        description="Regression gates for CI; condition GatesPassed turns False when a contender is significantly "
+                    "worse than the baseline by more than the allowed change.")
+
+
+SWEEP_NAME_RULES = rules(
+    # Runs are named SWEEP-cN-rN[-aN] and must fit the Experiment's 36 characters.
+    ("self.metadata.name.size() <= 24",
+     "metadata.name must be at most 24 characters (its runs are named NAME-c<cell>-r<repetition>[-a<attempt>])"),
+    ("self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",
+     "metadata.name must be a DNS-1035 label: lower-case letters, digits and '-', starting with a letter and ending "
+     "with a letter or digit (its runs and clusters are named after it)"),
+)
 
 
 class SweepPhase(str, Enum):
@@ -514,3 +903,39 @@ class SweepPhase(str, Enum):
 
 
 SWEEP_TERMINAL_PHASES = (SweepPhase.SUCCEEDED, SweepPhase.FAILED)
+
+
+class SweepProgress(Model):
+    cells: int | None = None
+    runs: int | None = None
+    succeeded: int | None = None
+    failed: int | None = None
+    running: int | None = None
+    pending: int | None = None
+    retries: int | None = None
+    summary: str | None = None
+
+
+class SweepStatus(Model):
+    phase: SweepPhase | None = None
+    reason: str | None = None
+    message: str | None = None
+    observed_generation: Int64 | None = None
+    start_time: Timestamp | None = None
+    completion_time: Timestamp | None = None
+    baseline: str | None = None
+    clusters: list[str] | None = None
+    progress: SweepProgress | None = None
+    cells: Records | None = Field(None, description="Each cell, its values, its shared cluster and its runs by state.")
+    failures: Records | None = Field(None, description="The latest failed runs (including those retried).")
+    runs: Records | None = Field(
+        None, description="Every run seen, with its outcome and, once it succeeded, Rally's figures (kept when the "
+                          "run is deleted).")
+    comparison: Records | None = Field(
+        None, description="Per task and metric, each cell's n, median, mean, stdDev, cvPercent, confidence interval, "
+                          "change vs the baseline, p-value, noisy flag and verdict.")
+    contrasts: Records | None = Field(
+        None, description="Per cell, the template's workload.contrasts over the cell's repetitions, with the same "
+                          "statistics as the comparison.")
+    gates: Records | None = None
+    conditions: Conditions | None = None

@@ -14,29 +14,20 @@ import gzip
 import json
 import re
 import zlib
-from enum import Enum
 from typing import Any
 
 import pydantic
 
 from esbench.api.models import Model, Results
+from esbench.api.reasons import Reason
 
 MARKER = "==esbench-report=="
 _CHUNK = 3000
 _LINE = re.compile(rf"^{re.escape(MARKER)} (\d+)/(\d+) (\S+)$")
 
 
-class FailureKind(str, Enum):
-    INVALID_SPEC = "InvalidSpec"
-    TARGET_UNREACHABLE = "TargetUnreachable"
-    TRACK_ERROR = "TrackError"  # unknown track, challenge or track parameter
-    RACE_FAILED = "RaceFailed"
-    RACE_TIMEOUT = "RaceTimeout"  # stopped at rally.raceTimeoutSeconds; partial results kept
-    RACE_ERRORS = "RaceErrors"  # the race finished but some requests failed
-
-
 class Failure(Model):
-    kind: FailureKind
+    kind: Reason  # one of reasons.RACE_FAILURES
     message: str
 
 

@@ -1,9 +1,9 @@
 """Admission without an API server: the CRD's own schema and CEL rules, evaluated locally.
 
 `esbench run` must reject a bad Experiment exactly as `kubectl apply` would, before anything
-starts. Rather than restating the rules, this module reads the CRD in crds/ (the one source of
-truth) and does what kube-apiserver does on create, in the same order and with the same
-messages (kube-openapi's and apimachinery's wording):
+starts. Rather than restating the rules, this module takes the schema of the Experiment CRD as
+api/crds.py makes it from the models (what crds/ holds) and does what kube-apiserver does on
+create, in the same order and with the same messages (kube-openapi's and apimachinery's wording):
 
 1. strict decoding: unknown fields are an error (kubectl's default `--validate=strict`);
 2. status is dropped (a status subresource ignores it on create);
@@ -23,20 +23,15 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import celpy
-import yaml
 from celpy import celtypes
 
-from esbench.api import models
-
-CRD_FILE = "esbench.io_experiments.yaml"
+from esbench.api import crds, models
 
 # ObjectMeta's fields: metadata is decoded into ObjectMeta, so anything else is unknown.
 _OBJECT_META_FIELDS = {
@@ -51,27 +46,6 @@ _DNS1123_SUBDOMAIN_MESSAGE = (
     "is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
 )
 _SKIPPED_RULES = "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"
-
-
-def crd_path() -> Path:
-    """The Experiment CRD: $ESBENCH_CRD, else a copy packaged with esbench, else the repository's crds/."""
-    if os.environ.get("ESBENCH_CRD"):
-        return Path(os.environ["ESBENCH_CRD"])
-    here = Path(__file__).resolve().parents[1]
-    for candidate in (here / "crds" / CRD_FILE, here.parents[1] / "crds" / CRD_FILE):
-        if candidate.is_file():
-            return candidate
-    raise FileNotFoundError(f"{CRD_FILE} not found: set ESBENCH_CRD to the Experiment CRD")
-
-
-@functools.lru_cache(maxsize=4)
-def load_schema(path: Path | None = None) -> dict[str, Any]:
-    """The openAPIV3Schema of the served version (models.VERSION) of the CRD at path."""
-    crd = yaml.safe_load(Path(path or crd_path()).read_text())
-    for version in crd["spec"]["versions"]:
-        if version["name"] == models.VERSION:
-            return version["schema"]["openAPIV3Schema"]
-    raise ValueError(f"the CRD defines no version {models.VERSION}")
 
 
 # --- errors, worded as apimachinery's field.Error -------------------------------------------
@@ -375,7 +349,7 @@ def _resource() -> str:
 
 def admit(document: Any, schema: dict[str, Any] | None = None) -> dict[str, Any]:
     """The Experiment as the API server would store it on create, or Rejected with its message."""
-    schema = schema or load_schema()
+    schema = schema or crds.experiment_schema()
     if not isinstance(document, dict):
         raise Rejected(400, f"an Experiment must be a mapping (YAML or JSON object), got {_type_name(document)}")
     if document.get("apiVersion") != models.API_VERSION or document.get("kind") != models.KIND:

@@ -36,16 +36,17 @@ from kubernetes.utils import parse_quantity
 
 from esbench.analysis import contrasts
 from esbench.api import models
-from esbench.api.race_report import FailureKind, RaceReport
-from esbench.cli import localcluster
+from esbench.api.race_report import RaceReport
+from esbench.api.reasons import Reason
 from esbench.controller import status
+from esbench.localnode import localcluster
 from esbench.runner import race
 from esbench.runner.target import Target
 
 DEFAULT_HEAP = "1g"
 CLUSTER_NOT_READY = "ClusterNotReady"  # the operator's reason when the cluster never became ready
 # race.EXIT_CODES covers the race's outcomes (0, 10-14, 16); 15 and 130 are local mode's own.
-EXIT_INVALID_SPEC = race.EXIT_CODES[FailureKind.INVALID_SPEC]
+EXIT_INVALID_SPEC = race.EXIT_CODES[Reason.INVALID_SPEC]
 EXIT_CLUSTER_NOT_READY = 15
 EXIT_INTERRUPTED = 130
 RACE_SUCCEEDED = ("RaceSucceeded", "Race finished; results collected")  # as the operator words it
@@ -295,7 +296,7 @@ def _local_cluster(spec: models.ExperimentSpec, options: Options, progress: Prog
                        f"{'HTTPS' if es.tls else 'HTTP'})") as detail:
         try:
             cluster = localcluster.start(version, heap=heap, secure=es.tls,
-                                         timeout=float(spec.rally.cluster_ready_timeout_seconds), **kwargs)
+                                         timeout=float(spec.lifecycle.cluster_ready_timeout_seconds), **kwargs)
         except (RuntimeError, TimeoutError, OSError, ValueError) as error:
             raise ClusterNotReady(start_failure(version, str(error))) from error
         detail(cluster.url)

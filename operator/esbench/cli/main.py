@@ -13,7 +13,7 @@ import pydantic
 import yaml
 
 from esbench.api import models
-from esbench.api.race_report import FailureKind
+from esbench.api.reasons import Reason
 from esbench.cli import commands, credentials
 from esbench.runner import race
 
@@ -58,7 +58,7 @@ def race_command(spec_file: Path | None, target_url: str, ca_file: str | None, r
             raise ValueError("no spec: pass --spec-file or set ESBENCH_SPEC")
         spec = load_spec(text)
     except (ValueError, yaml.YAMLError, pydantic.ValidationError) as e:
-        report = race.failed(FailureKind.INVALID_SPEC, str(e))
+        report = race.failed(Reason.INVALID_SPEC, str(e))
     else:
         settings = race.RaceSettings(
             spec=spec,

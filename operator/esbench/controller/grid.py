@@ -20,11 +20,6 @@ from esbench.controller import names
 
 # Maps whose keys are free (and may contain dots): the rest of the path is one key.
 _MAP_FIELDS = ("index.settings", "elasticsearch.config", "workload.trackParams")
-_SPEC_SECTIONS = ("elasticsearch", "index", "workload", "rally")
-# What the chart's admission policy checks against the creator of a sweep in its template (the
-# Secrets and clusters a run would be handed, and code of the user's choice): no cell may vary
-# it, since the runs are created by the operator, not by that user.
-_TEMPLATE_ONLY = ("target", "rally.image", "elasticsearch.image", "workload.source", "workload.repository")
 MAX_CELLS = 200  # child names carry the cell id (c0..c199) within the name length limit
 # Combinations of the matrix before exclude, counted before expanding. (CEL cannot count them at
 # admission: it does not see the untyped matrix values.)
@@ -100,12 +95,14 @@ def cluster_key(cell_spec: dict[str, Any]) -> str:
 
 
 def _check_field(field: str) -> None:
-    if any(field == guarded or field.startswith(f"{guarded}.") for guarded in _TEMPLATE_ONLY):
+    # Admission refuses these in the matrix and in include already (the same rules, models.py);
+    # the planner checks again for sweeps admitted before those rules existed.
+    if any(field == guarded or field.startswith(f"{guarded}.") for guarded in models.TEMPLATE_ONLY_FIELDS):
         raise InvalidSweep(f"field {field!r} cannot vary between cells: set it in the template, where admission "
                            "checks it against the sweep's creator")
-    if path(field)[0] not in _SPEC_SECTIONS or len(path(field)) < 2 or "" in path(field):
+    if path(field)[0] not in models.SPEC_SECTIONS or len(path(field)) < 2 or "" in path(field):
         raise InvalidSweep(f"field {field!r} is not a field of the Experiment spec "
-                           f"(it must start with one of {', '.join(_SPEC_SECTIONS)} and name a field inside it)")
+                           f"(it must start with one of {', '.join(models.SPEC_SECTIONS)} and name a field inside it)")
 
 
 def _matches(values: dict[str, Any], selector: dict[str, Any]) -> bool:

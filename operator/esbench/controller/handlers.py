@@ -1,10 +1,9 @@
 """kopf handlers: thin entry points that hand every event to the lifecycle's reconcile.
 
-Run with `esbench operator` (or `kopf run -m esbench.handlers --all-namespaces`).
+Run with `esbench operator` (or `kopf run -m esbench.controller.handlers --all-namespaces`).
 
-Only event handlers are used: kopf adds a finalizer to objects with timers or daemons, and a
-finalizer would make Experiments undeletable whenever the operator is down or uninstalled.
-Periodic checks (timeouts, TTLs, retries) come from one operator-wide resync loop instead.
+Only event handlers are used (wakeups.py says why); the looks that no event brings (deadlines,
+TTLs, retries) come from one operator-wide resync loop, which asks wakeups.Schedule what is due.
 """
 
 from __future__ import annotations
@@ -12,8 +11,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
-import time
-from dataclasses import dataclass
 from typing import Any
 
 import kopf
@@ -22,34 +19,19 @@ import kubernetes
 from esbench.api import models
 from esbench.controller.config import Settings
 from esbench.controller.kube import ECK_GROUP, ECK_PLURAL, ECK_VERSION, BoundedApiClient, Gone, Kube
-from esbench.controller.lifecycle import Reconciler, RetryLater, race_ended, unattended_seconds
+from esbench.controller.lifecycle import Reconciler, RetryLater, race_ended
 from esbench.controller.manifests import EXPERIMENT_LABEL, SWEEP_LABEL
 from esbench.controller.sweeps import SweepReconciler
+from esbench.controller.wakeups import Schedule, next_look
 
 SETTINGS = Settings.from_env()
 
-
-@dataclass(frozen=True)
-class Failures:
-    in_a_row: int
-    retry_at: float  # time.monotonic()
-
-
 _reconciler: Reconciler | None = None
 _sweep_reconciler: SweepReconciler | None = None
-# Experiments that still need periodic attention (unfinished, or waiting for their TTL), each with
-# how long it can go without a look that no watch event would bring, and when the resync looks at
-# it next; and unfinished sweeps.
-_tracked: dict[tuple[str, str], float] = {}
-_next_look: dict[tuple[str, str], float] = {}
-_tracked_sweeps: set[tuple[str, str]] = set()
-# Experiments whose last reconcile failed: the resync tries them again even when nothing else
-# would (a finished one whose cluster could not be deleted, say, would wait for the cluster's next
-# change or an operator restart, and a Delete policy would leave a whole cluster running). It backs
-# off, so that a refusal that lasts costs the API server and the log little.
-_failed: dict[tuple[str, str], Failures] = {}
-_failed_sweeps: dict[tuple[str, str], Failures] = {}  # the same for sweeps (a shared cluster's release)
-MAX_BACKOFF_DOUBLINGS = 5  # 10 s resync: tried again after 10, 20, 40, 80, 160, then every 320 s
+# Experiments that still need looks (unfinished, or waiting for their TTL), and unfinished sweeps
+# (at every resync: a sweep's own runs bring most of its news).
+_experiments = Schedule(SETTINGS.resync_seconds)
+_sweeps = Schedule(SETTINGS.resync_seconds)
 logger = logging.getLogger(__name__)
 
 
@@ -118,25 +100,19 @@ def _reconcile(namespace: str, name: str, job: dict[str, Any] | None = None,
         left = _reconciler.reconcile(namespace, name, job, cluster)
     except RetryLater as error:  # the resync loop comes back to it, at its next pass
         logger.info("%s/%s: %s", namespace, name, error)
-        if key in _tracked:
-            _next_look[key] = time.monotonic()
+        _experiments.look_soon(key)
     except Gone:  # deleted meanwhile: its children go with it (owner references)
         logger.info("%s/%s was deleted while it was reconciled", namespace, name)
     except Exception as error:
-        if _first_failure(_failed, key, f"{namespace}/{name}", error):
+        if _experiments.failed(key, f"{namespace}/{name}", error):
             raise  # logged with its traceback by kopf or by the resync loop
         return
     else:
-        if left is not None and not _needs_resync(left):
+        if left is not None and next_look(left, SETTINGS.resync_seconds) is None:
             # Finished just now, most likely: the deletion of its cluster that follows is not news,
             # and its own watch event, which would say so too, may come after that.
-            _untrack(key)
-    _failed.pop(key, None)
-
-
-def _untrack(key: tuple[str, str]) -> None:
-    _tracked.pop(key, None)
-    _next_look.pop(key, None)
+            _experiments.untrack(key)
+    _experiments.succeeded(key)
 
 
 def _reconcile_sweep(namespace: str, name: str) -> None:
@@ -147,34 +123,17 @@ def _reconcile_sweep(namespace: str, name: str) -> None:
     except Gone:
         logger.info("sweep %s/%s was deleted while it was reconciled", namespace, name)
     except Exception as error:
-        if _first_failure(_failed_sweeps, key, f"sweep {namespace}/{name}", error):
+        if _sweeps.failed(key, f"sweep {namespace}/{name}", error):
             raise
         return
-    _failed_sweeps.pop(key, None)
-
-
-def _first_failure(failed: dict[tuple[str, str], Failures], key: tuple[str, str], what: str,
-                   error: Exception) -> bool:
-    """Counts one more failure in a row and sets when the resync tries again. Whether it is the
-    first in a row: that one is raised, to be logged with its traceback; each later one is a line."""
-    in_a_row = (previous.in_a_row if (previous := failed.get(key)) else 0) + 1
-    delay = SETTINGS.resync_seconds * 2 ** min(in_a_row - 1, MAX_BACKOFF_DOUBLINGS)
-    failed[key] = Failures(in_a_row, time.monotonic() + delay)
-    if in_a_row > 1:
-        logger.warning("%s failed again (%d in a row; next try in %.0fs): %s", what, in_a_row, delay, error)
-    return in_a_row == 1
+    _sweeps.succeeded(key)
 
 
 async def _resync_forever() -> None:
     while True:
         await asyncio.sleep(SETTINGS.resync_seconds)
-        now = time.monotonic()
-        looks = {key for key in list(_tracked) if _next_look.get(key, now) <= now}
-        for key in looks:  # before the reconcile: what it does (a RetryLater, a status patch) says better
-            _next_look[key] = now + _tracked.get(key, SETTINGS.resync_seconds)
-        sweeps = {key for key in list(_tracked_sweeps) if key not in _failed_sweeps}
-        work = ([(_reconcile, key) for key in sorted(looks | _due(_failed, now))]
-                + [(_reconcile_sweep, key) for key in sorted(sweeps | _due(_failed_sweeps, now))])
+        work = ([(_reconcile, key) for key in _experiments.due()]
+                + [(_reconcile_sweep, key) for key in _sweeps.due()])
         for reconcile, (namespace, name) in work:
             try:
                 await asyncio.to_thread(reconcile, namespace, name)
@@ -182,25 +141,17 @@ async def _resync_forever() -> None:
                 logger.exception("resync of %s/%s failed", namespace, name)
 
 
-def _due(failed: dict[tuple[str, str], Failures], now: float) -> set[tuple[str, str]]:
-    return {key for key, failures in list(failed.items()) if failures.retry_at <= now}
-
-
-def _needs_resync(body: kopf.Body) -> bool:
-    unfinished = body.get("status", {}).get("phase") not in [p.value for p in models.TERMINAL_PHASES]
-    return unfinished or body.get("spec", {}).get("rally", {}).get("ttlSecondsAfterFinished") is not None
-
-
 @kopf.on.event(models.GROUP, models.VERSION, models.PLURAL)
 def experiment_event(type: str | None, body: kopf.Body, namespace: str, name: str, **_: Any) -> None:
     key = (namespace, name)
     if type == "DELETED":
-        _failed.pop(key, None)
-    if type == "DELETED" or not _needs_resync(body):
-        _untrack(key)
+        _experiments.forget(key)
         return
-    _tracked[key] = unattended_seconds(body, SETTINGS.resync_seconds)
-    _next_look[key] = time.monotonic() + _tracked[key]
+    unattended = next_look(body, SETTINGS.resync_seconds)
+    if unattended is None:
+        _experiments.untrack(key)
+        return
+    _experiments.track(key, unattended)
     # None: listed at operator start (resume); ADDED: created. MODIFIED events are mostly our
     # own status patches: the resync loop and the children's events cover the rest.
     if type in (None, "ADDED"):
@@ -209,7 +160,7 @@ def experiment_event(type: str | None, body: kopf.Body, namespace: str, name: st
 
 def _its_experiment_is_tracked(namespace: str, labels: dict[str, str]) -> bool:
     """Whether the child's Experiment still needs attention (unfinished, or a TTL to keep)."""
-    return (namespace, labels[EXPERIMENT_LABEL]) in _tracked
+    return _experiments.tracked((namespace, labels[EXPERIMENT_LABEL]))
 
 
 def _may_need_its_experiment(type: str | None, namespace: str, labels: dict[str, str], **_: Any) -> bool:
@@ -244,11 +195,12 @@ def job_changed(type: str | None, event: kopf.RawEvent, namespace: str, labels: 
 def sweep_event(type: str | None, body: kopf.Body, namespace: str, name: str, **_: Any) -> None:
     key = (namespace, name)
     if type == "DELETED":
-        _failed_sweeps.pop(key, None)
-    if type == "DELETED" or body.get("status", {}).get("phase") in [p.value for p in models.SWEEP_TERMINAL_PHASES]:
-        _tracked_sweeps.discard(key)
+        _sweeps.forget(key)
         return
-    _tracked_sweeps.add(key)
+    if body.get("status", {}).get("phase") in [p.value for p in models.SWEEP_TERMINAL_PHASES]:
+        _sweeps.untrack(key)
+        return
+    _sweeps.track(key, 0)
     if type in (None, "ADDED"):
         _reconcile_sweep(namespace, name)
 

@@ -19,8 +19,18 @@ from typing import Any
 from pydantic import ValidationError
 
 from esbench.analysis import contrasts
-from esbench.api.models import KIND, TERMINAL_PHASES, CleanupPolicy, Environment, KubernetesEnvironment, Phase
+from esbench.api.models import (
+    KIND,
+    TERMINAL_PHASES,
+    CleanupPolicy,
+    Environment,
+    ExperimentStatus,
+    KubernetesEnvironment,
+    Phase,
+    lifecycle_setting,
+)
 from esbench.api.race_report import RaceReport, UnreadableReport, decode_report
+from esbench.api.reasons import Reason
 from esbench.controller import manifests, names, platform, readiness, status
 from esbench.controller.config import Settings
 from esbench.controller.kube import KindNotServed, Kube, Rejected
@@ -29,11 +39,6 @@ from esbench.controller.status import BENCHMARK_COMPLETE, CLUSTER_READY
 # (experiment body, event type "Normal"/"Warning", reason, message)
 EventSink = Callable[[dict[str, Any], str, str, str], None]
 
-
-# An Experiment that waits for its own cluster or for its Job is brought back by their watch
-# events; the resync still looks at it every this many resync intervals (5 min by default), in case
-# one was missed. A last resort: kopf lists every object again whenever a watch breaks.
-WATCHED_WAIT_RESYNCS = 30
 
 ECK_NOT_INSTALLED = (
     "The Elasticsearch kind (elasticsearch.k8s.elastic.co/v1) is not served by this API server: "
@@ -92,9 +97,9 @@ class Reconciler:
                     self._expire(body)
                     return body
                 message = "; ".join(e["msg"].removeprefix("Value error, ") for e in error.errors())
-                body = self._update(body, Phase.FAILED, "InvalidSpec", message, {"completionTime": status.now()},
-                                    (BENCHMARK_COMPLETE, False, "InvalidSpec", message))
-                self.emit(body, "Warning", "InvalidSpec", message)
+                body = self._update(body, Phase.FAILED, Reason.INVALID_SPEC, message, {"completionTime": status.now()},
+                                    (BENCHMARK_COMPLETE, False, Reason.INVALID_SPEC, message))
+                self.emit(body, "Warning", Reason.INVALID_SPEC, message)
                 return body
             if phase in TERMINAL_PHASES:
                 # Again after every restart: a crash between the final status and the cleanup
@@ -124,38 +129,38 @@ class Reconciler:
             fields = {"startTime": started, "raceId": experiment.race_id}
             if experiment.cluster:
                 fields["clusterName"] = experiment.cluster
-            self.emit(body, "Normal", "Provisioning", message)
-            return self._update(body, Phase.PROVISIONING, "WaitingForCluster", message, fields,
-                                (CLUSTER_READY, False, "WaitingForCluster", message),
-                                (BENCHMARK_COMPLETE, False, "WaitingForCluster", "The race starts once the cluster is ready"))
+            self.emit(body, "Normal", Reason.PROVISIONING, message)
+            return self._update(body, Phase.PROVISIONING, Reason.WAITING_FOR_CLUSTER, message, fields,
+                                (CLUSTER_READY, False, Reason.WAITING_FOR_CLUSTER, message),
+                                (BENCHMARK_COMPLETE, False, Reason.WAITING_FOR_CLUSTER, "The race starts once the cluster is ready"))
         try:
             created = self.kube.create_elasticsearch(manifests.elasticsearch_manifest(experiment))
         except KindNotServed:
             if _waited_for_cluster(body, experiment):
-                return self._finish(body, experiment, False, "EckNotInstalled", ECK_NOT_INSTALLED)
+                return self._finish(body, experiment, False, Reason.ECK_NOT_INSTALLED, ECK_NOT_INSTALLED)
             if current.get("phase") != Phase.PENDING:
-                self.emit(body, "Warning", "EckNotInstalled", ECK_NOT_INSTALLED)
-            return self._update(body, Phase.PENDING, "EckNotInstalled", ECK_NOT_INSTALLED, {"startTime": started},
-                                (CLUSTER_READY, False, "EckNotInstalled", ECK_NOT_INSTALLED))
+                self.emit(body, "Warning", Reason.ECK_NOT_INSTALLED, ECK_NOT_INSTALLED)
+            return self._update(body, Phase.PENDING, Reason.ECK_NOT_INSTALLED, ECK_NOT_INSTALLED, {"startTime": started},
+                                (CLUSTER_READY, False, Reason.ECK_NOT_INSTALLED, ECK_NOT_INSTALLED))
         except Rejected as rejected:
-            return self._finish(body, experiment, False, "ClusterRejected", str(rejected))
+            return self._finish(body, experiment, False, Reason.CLUSTER_REJECTED, str(rejected))
         es = created or self.kube.get_elasticsearch(experiment.namespace, experiment.cluster)
         if es is not None and not _owned(es, experiment):
             if _left_by_namesake(es, experiment) and not _waited_for_cluster(body, experiment):
                 message = (f"Waiting for Elasticsearch {experiment.cluster}, left by a deleted Experiment of the "
                            "same name, to be garbage-collected")
-                return self._update(body, Phase.PENDING, "PreviousClusterDeleting", message, {"startTime": started},
-                                    (CLUSTER_READY, False, "PreviousClusterDeleting", message))
-            return self._finish(body, experiment, False, "ClusterNameConflict", _conflict("Elasticsearch", es))
+                return self._update(body, Phase.PENDING, Reason.PREVIOUS_CLUSTER_DELETING, message, {"startTime": started},
+                                    (CLUSTER_READY, False, Reason.PREVIOUS_CLUSTER_DELETING, message))
+            return self._finish(body, experiment, False, Reason.CLUSTER_NAME_CONFLICT, _conflict("Elasticsearch", es))
         message = f"Creating Elasticsearch cluster {experiment.cluster} ({experiment.spec.elasticsearch.version})"
         # What the first readiness check will say, said now: one status write fewer per Experiment.
         waiting = readiness.readiness(es).message if es else message
-        self.emit(body, "Normal", "Provisioning", message)
+        self.emit(body, "Normal", Reason.PROVISIONING, message)
         return self._update(
-            body, Phase.PROVISIONING, "Provisioning", message,
+            body, Phase.PROVISIONING, Reason.PROVISIONING, message,
             {"startTime": started, "clusterName": experiment.cluster, "raceId": experiment.race_id},
-            (CLUSTER_READY, False, "Provisioning", waiting),
-            (BENCHMARK_COMPLETE, False, "WaitingForCluster", "The race starts once the cluster is ready"),
+            (CLUSTER_READY, False, Reason.PROVISIONING, waiting),
+            (BENCHMARK_COMPLETE, False, Reason.WAITING_FOR_CLUSTER, "The race starts once the cluster is ready"),
         )
 
     def _await_cluster(self, body: dict[str, Any], experiment: manifests.Experiment,
@@ -172,12 +177,12 @@ class Reconciler:
             if es is None:
                 return self._cluster_missing(body, experiment)
             if experiment.owns_cluster and not _owned(es, experiment):
-                return self._finish(body, experiment, False, "ClusterNameConflict", _conflict("Elasticsearch", es))
+                return self._finish(body, experiment, False, Reason.CLUSTER_NAME_CONFLICT, _conflict("Elasticsearch", es))
             # ECK says why only in an Event, which no watch of ours brings: until it is there, look
             # again at each resync, and the cluster is just not ready.
             if readiness.invalid(es):
                 if reasons := self.kube.warning_messages(es, "Validation"):
-                    return self._finish(body, experiment, False, "ClusterInvalid",
+                    return self._finish(body, experiment, False, Reason.CLUSTER_INVALID,
                                         f"ECK refuses Elasticsearch {experiment.cluster}: {reasons[-1]}")
                 if not _waited_for_cluster(body, experiment):
                     raise RetryLater(f"ECK marked Elasticsearch {experiment.cluster} Invalid; its reason is to come")
@@ -186,14 +191,14 @@ class Reconciler:
             verdict = readiness.readiness(es, accept_yellow=not experiment.owns_cluster)
         if not verdict.ready:
             if _waited_for_cluster(body, experiment):
-                timeout = experiment.spec.rally.cluster_ready_timeout_seconds
+                timeout = experiment.spec.lifecycle.cluster_ready_timeout_seconds
                 message = f"Cluster not ready after {timeout}s. {verdict.message}"
-                return self._finish(body, experiment, False, "ClusterNotReady", message)
+                return self._finish(body, experiment, False, Reason.CLUSTER_NOT_READY, message)
             current = status.condition(body.get("status") or {}, CLUSTER_READY) or {}
             if current.get("message") != verdict.message:  # say what it waits for, once per change
-                return self._update(body, Phase.PROVISIONING, body["status"].get("reason") or "Provisioning",
+                return self._update(body, Phase.PROVISIONING, body["status"].get("reason") or Reason.PROVISIONING,
                                     body["status"].get("message") or verdict.message, {},
-                                    (CLUSTER_READY, False, current.get("reason") or "Provisioning", verdict.message))
+                                    (CLUSTER_READY, False, current.get("reason") or Reason.PROVISIONING, verdict.message))
             return body
         job = manifests.rally_job_manifest(experiment, manifests.connection(experiment, es),
                                           self.settings.rally_image, self.settings.rally_image_pull_policy,
@@ -201,7 +206,7 @@ class Reconciler:
         try:
             created = self.kube.create_job(job)
         except Rejected as rejected:
-            return self._finish(body, experiment, False, "JobRejected", str(rejected))
+            return self._finish(body, experiment, False, Reason.JOB_REJECTED, str(rejected))
         # One of that name exists: ours (made before a crash) or a stranger's.
         stale = None if created else self.kube.get_job(experiment.namespace, job["metadata"]["name"])
         if not created and stale is None:
@@ -209,18 +214,18 @@ class Reconciler:
         if stale is not None and not _owned(stale, experiment):
             if _left_by_namesake(stale, experiment) and not _waited_for_cluster(body, experiment):
                 return body  # the garbage collector is removing it; a resync creates ours after
-            return self._finish(body, experiment, False, "JobNameConflict", _conflict("Job", stale))
+            return self._finish(body, experiment, False, Reason.JOB_NAME_CONFLICT, _conflict("Job", stale))
         message = f"{verdict.message}; Rally Job {job['metadata']['name']} started"
-        self.emit(body, "Normal", "Benchmarking", message)
+        self.emit(body, "Normal", Reason.BENCHMARKING, message)
         fields = {"clusterReadyTime": status.now(), "jobName": job["metadata"]["name"]}
         if verdict.version:
             fields["clusterVersion"] = verdict.version
         if es is not None and experiment.owns_cluster:  # what the cleanup deletes, without reading it again
             fields["clusterUID"] = es["metadata"]["uid"]
         body = self._update(
-            body, Phase.BENCHMARKING, "Benchmarking", message, fields,
+            body, Phase.BENCHMARKING, Reason.BENCHMARKING, message, fields,
             (CLUSTER_READY, True, "ClusterReady", verdict.message),
-            (BENCHMARK_COMPLETE, False, "Running", f"Rally race {experiment.race_id} is running"),
+            (BENCHMARK_COMPLETE, False, Reason.RUNNING, f"Rally race {experiment.race_id} is running"),
         )
         # A Job made before a crash may have ended meanwhile; one made now has not: its end comes
         # as its watch event.
@@ -232,9 +237,9 @@ class Reconciler:
             try:
                 self.kube.create_elasticsearch(manifests.elasticsearch_manifest(experiment))
             except Rejected as rejected:
-                return self._finish(body, experiment, False, "ClusterRejected", str(rejected))
+                return self._finish(body, experiment, False, Reason.CLUSTER_REJECTED, str(rejected))
         elif _waited_for_cluster(body, experiment):
-            return self._finish(body, experiment, False, "ClusterNotFound",
+            return self._finish(body, experiment, False, Reason.CLUSTER_NOT_FOUND,
                                 f"Elasticsearch {experiment.cluster} (spec.target.elasticsearchRef) does not exist "
                                 f"in namespace {experiment.namespace}")
         return body
@@ -244,31 +249,31 @@ class Reconciler:
         job_name = names.job_name(experiment.name)
         job = job or self.kube.get_job(experiment.namespace, job_name)
         if job is None:
-            return self._finish(body, experiment, False, "JobDeleted",
+            return self._finish(body, experiment, False, Reason.JOB_DELETED,
                                 f"Rally Job {job_name} was deleted before it finished")
         if not _owned(job, experiment):
-            return self._finish(body, experiment, False, "JobNameConflict", _conflict("Job", job))
+            return self._finish(body, experiment, False, Reason.JOB_NAME_CONFLICT, _conflict("Job", job))
         if not race_ended(job):
             return body
         finished = _true_conditions(job)
         failed = finished.get("Failed") or finished.get("FailureTarget")
         if failed and failed.get("reason") == "DeadlineExceeded":
-            timeout = experiment.spec.rally.race_timeout_seconds
-            return self._finish(body, experiment, False, "RaceTimeout", f"The race did not finish within {timeout}s")
+            timeout = experiment.spec.lifecycle.race_timeout_seconds
+            return self._finish(body, experiment, False, Reason.RACE_TIMEOUT, f"The race did not finish within {timeout}s")
         pod, log = race_output.result() if race_output else self._race_output(experiment.namespace, job_name)
         if pod is None:
-            return self._finish(body, experiment, False, "ResultsUnavailable", f"The pod of Job {job_name} is gone")
+            return self._finish(body, experiment, False, Reason.RESULTS_UNAVAILABLE, f"The pod of Job {job_name} is gone")
         # Read while the report is decoded and stored. (Wasted on a race that ends without results,
         # which is rare.)
         environment = self.side_reads.submit(self._kubernetes_environment, experiment, pod)
         try:
             report = decode_report(log)
         except UnreadableReport as error:
-            return self._finish(body, experiment, False, "ResultsUnreadable", f"Rally Job {job_name}: {error}")
+            return self._finish(body, experiment, False, Reason.RESULTS_UNREADABLE, f"Rally Job {job_name}: {error}")
         if report is None:
             exit_code = _exit_code(pod)
             message = f"Rally Job {job_name} ended (exit code {exit_code}) without a report. Log tail:\n"
-            return self._finish(body, experiment, False, "JobFailed", message + status.log_excerpt(log))
+            return self._finish(body, experiment, False, Reason.JOB_FAILED, message + status.log_excerpt(log))
         return self._collect(body, experiment, report, environment)
 
     def _race_output(self, namespace: str, job_name: str) -> tuple[dict[str, Any] | None, str | None]:
@@ -294,14 +299,14 @@ class Reconciler:
                 if self.kube.create_configmap(configmap):
                     extra["raceJsonConfigMap"] = name
                 else:
-                    self.emit(body, "Warning", "RaceJsonNotStored", f"ConfigMap {name} exists already")
+                    self.emit(body, "Warning", Reason.RACE_JSON_NOT_STORED, f"ConfigMap {name} exists already")
             except Rejected as rejected:  # the results in the status matter more than the full race.json
-                self.emit(body, "Warning", "RaceJsonNotStored", str(rejected))
+                self.emit(body, "Warning", Reason.RACE_JSON_NOT_STORED, str(rejected))
         if report.results is not None:
             environment = report.results.environment or Environment()
             environment.kubernetes, error = kubernetes.result()
             if error is not None:
-                self.emit(body, "Warning", "EnvironmentIncomplete",
+                self.emit(body, "Warning", Reason.ENVIRONMENT_INCOMPLETE,
                           f"Part of the Kubernetes environment is not recorded: {error}")
             report.results.environment = environment
             extra["results"] = report.results.to_wire()
@@ -309,9 +314,9 @@ class Reconciler:
             if experiment.spec.workload.contrasts:
                 extra["contrasts"] = contrasts.to_wire([report.results], experiment.spec.workload)
         if report.succeeded:
-            return self._finish(body, experiment, True, "RaceSucceeded", "Race finished; results collected", extra)
+            return self._finish(body, experiment, True, Reason.RACE_SUCCEEDED, "Race finished; results collected", extra)
         failure = report.failure
-        reason, message = (failure.kind.value, failure.message) if failure else ("RaceFailed", "Race failed")
+        reason, message = (failure.kind.value, failure.message) if failure else (Reason.RACE_FAILED, "Race failed")
         return self._finish(body, experiment, False, reason, status.redact(message), extra)
 
     def _kubernetes_environment(self, experiment: manifests.Experiment,
@@ -356,7 +361,7 @@ class Reconciler:
 
     def _release_cluster(self, body: dict[str, Any], experiment: manifests.Experiment, succeeded: bool,
                          just_finished: bool = False) -> None:
-        policy = experiment.spec.rally.cleanup
+        policy = experiment.spec.lifecycle.cleanup
         delete = policy == CleanupPolicy.DELETE or (policy == CleanupPolicy.KEEP_ON_FAILURE and succeeded)
         if not (delete and experiment.owns_cluster):  # a cluster it only uses is never deleted
             return
@@ -370,10 +375,10 @@ class Reconciler:
                 return
             uid = es["metadata"]["uid"]
         if delete_cluster(self.kube, self.emit, body, experiment.cluster, uid):
-            self.emit(body, "Normal", "ClusterDeleted", f"Deleted Elasticsearch cluster {experiment.cluster}")
+            self.emit(body, "Normal", Reason.CLUSTER_DELETED, f"Deleted Elasticsearch cluster {experiment.cluster}")
 
     def _expire(self, body: dict[str, Any]) -> None:
-        ttl = body["spec"].get("rally", {}).get("ttlSecondsAfterFinished")
+        ttl = lifecycle_setting(body["spec"], "ttlSecondsAfterFinished")
         completed = (body.get("status") or {}).get("completionTime")
         if ttl is not None and completed and status.past(completed, ttl) and self._recorded_by_its_sweep(body):
             self.kube.delete_experiment(body["metadata"]["namespace"], body["metadata"]["name"])
@@ -400,34 +405,11 @@ class Reconciler:
         merged = current.get("conditions")
         for type_, ok, cond_reason, cond_message in conditions:
             merged = status.with_condition(merged, type_, ok, cond_reason, cond_message, now, generation)
-        patch = {"phase": phase.value, "reason": reason, "message": message,
-                 "observedGeneration": generation, "conditions": merged, **fields}
+        patch = status.checked(ExperimentStatus, {"phase": phase.value, "reason": reason, "message": message,
+                                                  "observedGeneration": generation, "conditions": merged, **fields})
         self.kube.patch_experiment_status(body["metadata"]["namespace"], body["metadata"]["name"], patch)
         return {**body, "status": {**current, **patch}}
 
-
-
-def unattended_seconds(body: dict[str, Any], resync_seconds: float) -> float:
-    """How long the Experiment can go without a look that no watch event would bring.
-
-    Waiting for its own cluster or for its Job, their watch events bring the operator back: it
-    needs a look at its deadline (clusterReadyTimeoutSeconds from its creation; a race's deadline
-    is the Job's own) and, in case an event was missed, every WATCHED_WAIT_RESYNCS resyncs. Any
-    other wait (ECK not installed, a namesake's cluster going, a cluster it does not own, a TTL)
-    has no event to wait for: every resync. (Read at every resync, 1,000 running Experiments
-    would be 2,000 reads per resync, nearly all of them for nothing.)"""
-    phase = (body.get("status") or {}).get("phase")
-    try:
-        experiment = manifests.Experiment.from_body(body)
-    except ValidationError:  # its next reconcile fails it
-        return resync_seconds
-    watched = WATCHED_WAIT_RESYNCS * resync_seconds
-    if phase == Phase.BENCHMARKING:
-        return watched
-    if phase == Phase.PROVISIONING and experiment.owns_cluster:
-        deadline = status.time_left(body, experiment.spec.rally.cluster_ready_timeout_seconds)
-        return max(0.0, min(watched, deadline))
-    return resync_seconds
 
 
 def delete_cluster(kube: Kube, emit: EventSink, owner: dict[str, Any], cluster: str, uid: str) -> bool:
@@ -436,7 +418,7 @@ def delete_cluster(kube: Kube, emit: EventSink, owner: dict[str, Any], cluster: 
     try:
         return kube.delete_elasticsearch(owner["metadata"]["namespace"], cluster, uid)
     except Rejected as rejected:
-        emit(owner, "Warning", "CleanupFailed", f"{rejected}; tried again later")
+        emit(owner, "Warning", Reason.CLEANUP_FAILED, f"{rejected}; tried again later")
         raise
 
 
@@ -452,7 +434,7 @@ def _true_conditions(job: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def _waited_for_cluster(body: dict[str, Any], experiment: manifests.Experiment) -> bool:
     """Whether every wait before the race (ECK, the cluster, a namesake's children) is over."""
-    return status.waited(body, experiment.spec.rally.cluster_ready_timeout_seconds)
+    return status.waited(body, experiment.spec.lifecycle.cluster_ready_timeout_seconds)
 
 
 def _owned(child: dict[str, Any], experiment: manifests.Experiment) -> bool:

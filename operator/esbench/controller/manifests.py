@@ -310,7 +310,7 @@ def rally_job_manifest(experiment: Experiment, connection: Connection, image: st
             # The runner stops the race itself just before raceTimeoutSeconds (counted from its
             # own start) and still reports partial results; the grace covers scheduling and the
             # image pull, so the deadline only strikes a runner that hangs.
-            "activeDeadlineSeconds": rally.race_timeout_seconds + deadline_grace_seconds,
+            "activeDeadlineSeconds": experiment.spec.lifecycle.race_timeout_seconds + deadline_grace_seconds,
             "template": {
                 "metadata": {"labels": pod_labels},
                 "spec": {

@@ -6,7 +6,7 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from esbench.api.models import Results
+from esbench.api.models import Model, Results
 from esbench.api.race_report import MARKER
 
 CLUSTER_READY = "ClusterReady"
@@ -45,6 +45,14 @@ def time_left(resource: dict[str, Any], seconds: float) -> float:
     """How long until `seconds` have gone by since the resource was created: waits count from
     there, so that time the operator was down (or busy elsewhere) counts too."""
     return seconds_left(resource["metadata"]["creationTimestamp"], seconds)
+
+
+def checked(model: type[Model], patch: dict[str, Any]) -> dict[str, Any]:
+    """The status patch, once its kind's status model accepts it: the API server would silently
+    prune a field the CRD (made from that model) does not have, and the write would look fine.
+    None values (merge patch: remove the field) are not checked."""
+    model.model_validate({key: value for key, value in patch.items() if value is not None})
+    return patch
 
 
 def with_condition(

@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from esbench.api import models, validation
-from esbench.api.race_report import Failure, FailureKind, RaceReport, encode_report
+from esbench.api.race_report import Failure, RaceReport, encode_report
+from esbench.api.reasons import Reason
 from esbench.runner import corpus, environment, nodestats, rally, results, taskwindows
 from esbench.runner.target import Target, Unreachable
 
@@ -42,17 +43,17 @@ TRACKS_DIR = Path(__file__).parent / "tracks"
 OTHER_RALLY_RUNNING = "There are other Rally processes running"
 OTHER_RACES_TIMEOUT_SECONDS = 900
 RALLY_START_ATTEMPTS = 5
-# Time kept, out of rally.raceTimeoutSeconds, to stop Rally and print the report.
+# Time kept, out of lifecycle.raceTimeoutSeconds, to stop Rally and print the report.
 REPORT_MARGIN_SECONDS = 45
 
 EXIT_CODES = {
     None: 0,
-    FailureKind.INVALID_SPEC: 10,
-    FailureKind.TARGET_UNREACHABLE: 11,
-    FailureKind.TRACK_ERROR: 12,
-    FailureKind.RACE_FAILED: 13,
-    FailureKind.RACE_ERRORS: 14,
-    FailureKind.RACE_TIMEOUT: 16,
+    Reason.INVALID_SPEC: 10,
+    Reason.TARGET_UNREACHABLE: 11,
+    Reason.TRACK_ERROR: 12,
+    Reason.RACE_FAILED: 13,
+    Reason.RACE_ERRORS: 14,
+    Reason.RACE_TIMEOUT: 16,
 }
 
 
@@ -75,7 +76,7 @@ def exit_code(report: RaceReport) -> int:
     return EXIT_CODES[report.failure.kind if report.failure else None]
 
 
-def failed(kind: FailureKind, message: str, **kwargs: Any) -> RaceReport:
+def failed(kind: Reason, message: str, **kwargs: Any) -> RaceReport:
     return RaceReport(succeeded=False, failure=Failure(kind=kind, message=message), **kwargs)
 
 
@@ -212,7 +213,7 @@ def run_esrally(
 
 
 def spec_rejection(spec: models.ExperimentSpec) -> str | None:
-    """What the CRD's schema and CEL rules (esbench.validation) refuse in spec, or None.
+    """What the CRD's schema and CEL rules (esbench.api.validation) refuse in spec, or None.
 
     A spec from the operator or `esbench run` was admitted already (defaulting it again changes
     nothing); one handed to `esbench race` directly meets here the rules `kubectl apply` applies.
@@ -232,14 +233,14 @@ def run(settings: RaceSettings, out: IO[str] = sys.stdout) -> RaceReport:
     except Exception as e:
         redact = Redactor(settings.password)
         print(redact(traceback.format_exc()), file=out, flush=True)
-        return failed(FailureKind.RACE_FAILED, redact(f"esbench runner error: {type(e).__name__}: {e}"))
+        return failed(Reason.RACE_FAILED, redact(f"esbench runner error: {type(e).__name__}: {e}"))
 
 
 def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
     spec = settings.spec
     # raceTimeoutSeconds bounds the whole run (the Job's deadline is a little later, for
     # scheduling and the image pull): stop early enough to print the report.
-    deadline = time.monotonic() + spec.rally.race_timeout_seconds - REPORT_MARGIN_SECONDS
+    deadline = time.monotonic() + spec.lifecycle.race_timeout_seconds - REPORT_MARGIN_SECONDS
 
     def remaining() -> float:
         return max(1.0, deadline - time.monotonic())
@@ -247,13 +248,13 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
     redact = Redactor(settings.password)
     rejection = spec_rejection(spec)
     if rejection:
-        return failed(FailureKind.INVALID_SPEC, rejection)
+        return failed(Reason.INVALID_SPEC, rejection)
 
     target = Target(settings.target_url, settings.username, settings.password, settings.ca_file)
     try:
         root = target.wait_until_available(min(settings.target_timeout, remaining()))
     except Unreachable as e:
-        return failed(FailureKind.TARGET_UNREACHABLE, redact(str(e)))
+        return failed(Reason.TARGET_UNREACHABLE, redact(str(e)))
     try:
         data_nodes = target.data_node_count(rally.NEW_INDEX_ROLES)
     except (OSError, ValueError, KeyError):  # e.g. a user without the monitor privilege
@@ -271,7 +272,7 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
         try:
             track_path, generated = prepare_bundled_track(spec.workload.track, work_dir, params, settings.corpus_cache)
         except (ValueError, TypeError) as e:
-            return failed(FailureKind.TRACK_ERROR, f"cannot generate the corpus of {spec.workload.track}: {e}")
+            return failed(Reason.TRACK_ERROR, f"cannot generate the corpus of {spec.workload.track}: {e}")
         print(
             f"esbench: generated {generated.document_count} documents ({generated.uncompressed_bytes} bytes) "
             f"for track {spec.workload.track} with {generated.options}",
@@ -280,7 +281,7 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
         )
         if "bulk_bytes" in params:  # a bulk size in bytes, as people state it: Rally counts documents
             if "bulk_size" in params:
-                return failed(FailureKind.TRACK_ERROR, "set the track param bulk_size (documents) or bulk_bytes, not both")
+                return failed(Reason.TRACK_ERROR, "set the track param bulk_size (documents) or bulk_bytes, not both")
             params["bulk_size"] = generated.documents_in(int(params.pop("bulk_bytes")))
             print(f"esbench: bulk_bytes {spec.workload.track_params['bulk_bytes']} is bulk_size {params['bulk_size']} "
                   f"(documents of {generated.uncompressed_bytes / generated.document_count:.0f} bytes on average)",
@@ -338,7 +339,7 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
                 break
             print("esbench: another Rally race started meanwhile; trying again", file=out, flush=True)
     except FileNotFoundError as e:
-        return failed(FailureKind.RACE_FAILED, f"cannot start esrally: {e}")
+        return failed(Reason.RACE_FAILED, f"cannot start esrally: {e}")
     print(f"esbench: esrally exited with {status} after {time.monotonic() - started:.0f}s", file=out, flush=True)
     if report_file.exists():
         print(redact(report_file.read_text()), file=out, flush=True)
@@ -362,17 +363,17 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
     common = {"results": summary, "race_json": race_json}
 
     if status is None:
-        message = f"the race did not finish within rally.raceTimeoutSeconds ({spec.rally.race_timeout_seconds}s)"
-        return failed(FailureKind.RACE_TIMEOUT, message, **common)
+        message = f"the race did not finish within lifecycle.raceTimeoutSeconds ({spec.lifecycle.race_timeout_seconds}s)"
+        return failed(Reason.RACE_TIMEOUT, message, **common)
     if status != 0:
         message = rally.rally_error(output) or f"esrally exited with status {status}"
         return failed(rally.failure_kind(output), redact(message), **common)
     if race_json is None or "results" not in race_json:
-        return failed(FailureKind.RACE_FAILED, f"esrally succeeded but left no results in {race_file}", **common)
+        return failed(Reason.RACE_FAILED, f"esrally succeeded but left no results in {race_file}", **common)
     failing = [f"{t.task} ({t.error_rate:.2%})" for t in summary.tasks if t.error_rate]
     if results.max_error_rate(summary) > (spec.workload.max_error_rate or 0):
         message = f"requests failed in {', '.join(failing)}; see the Rally log above for the errors"
-        return failed(FailureKind.RACE_ERRORS, message, **common)
+        return failed(Reason.RACE_ERRORS, message, **common)
     if failing:
         print(f"esbench: requests failed in {', '.join(failing)}, within workload.maxErrorRate "
               f"{spec.workload.max_error_rate}: measured, not fatal", flush=True)

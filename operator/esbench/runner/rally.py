@@ -12,7 +12,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from esbench.api import models
-from esbench.api.race_report import FailureKind
+from esbench.api.reasons import Reason
 
 # Name under which a Git track repository is declared in rally.ini ([tracks] <name>.url).
 GIT_REPOSITORY_NAME = "esbench"
@@ -196,14 +196,14 @@ def rally_error(output: str) -> str | None:
     return None
 
 
-def failure_kind(output: str) -> FailureKind:
+def failure_kind(output: str) -> Reason:
     """Which kind of failure a failed esrally run was, from what it printed."""
     text = _ANSI.sub("", output)
     if _TRACK_ERRORS.search(text):
-        return FailureKind.TRACK_ERROR
+        return Reason.TRACK_ERROR
     if _UNREACHABLE.search(text):
-        return FailureKind.TARGET_UNREACHABLE
-    return FailureKind.RACE_FAILED
+        return Reason.TARGET_UNREACHABLE
+    return Reason.RACE_FAILED
 
 
 def race_command(

@@ -6,7 +6,7 @@ small module of ours (root_endpoint_module/: the same answer, built from the nod
 and cluster state), compiled with the JDK's javac against the distribution's own jars.
 
 Standard library only: scripts/images/elasticsearch.sh runs it with the system Python,
-`python3 -m esbench.cli.rootendpoint ES_HOME JAVA_HOME`, to put the same module into the
+`python3 -m esbench.localnode.rootendpoint ES_HOME JAVA_HOME`, to put the same module into the
 offline Elasticsearch images.
 """
 

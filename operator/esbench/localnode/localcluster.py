@@ -3,7 +3,7 @@
 The distribution is Maven Central's integ-test-zip: the only Elasticsearch artefact reachable
 from a registry. It is minimal (no painless, ingest processors or analysis-common; see
 docs) and has no bundled JDK, so a JDK on this machine runs it (17 or newer; 21 or newer for
-9.x); from 8.19 on it also lacks `GET /`, which esbench adds (esbench.cli.rootendpoint).
+9.x); from 8.19 on it also lacks `GET /`, which esbench adds (esbench.localnode.rootendpoint).
 Elasticsearch refuses to run as root, so as root it is started as a system user (created when
 missing).
 
@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from esbench.cli import rootendpoint
-from esbench.cli.memorycgroup import MemoryCgroup, Unavailable
+from esbench.localnode import rootendpoint
+from esbench.localnode.memorycgroup import MemoryCgroup, Unavailable
 from esbench.runner.target import Target
 
 MAVEN_BASE = "https://repo1.maven.org/maven2/org/elasticsearch/distribution/integ-test-zip/elasticsearch"

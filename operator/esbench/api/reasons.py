@@ -1,0 +1,114 @@
+"""Every reason esbench writes: in status.reason, in its conditions, in its Events, and in the
+runner's report. One word per cause, CamelCase as Kubernetes reasons are; docs/api.md lists them
+with their meaning (api/reference.py reads MEANINGS).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Reason(StrEnum):
+    # An Experiment on its way
+    WAITING_FOR_CLUSTER = "WaitingForCluster"
+    PROVISIONING = "Provisioning"
+    PREVIOUS_CLUSTER_DELETING = "PreviousClusterDeleting"
+    BENCHMARKING = "Benchmarking"
+    RUNNING = "Running"
+    # An Experiment's end
+    RACE_SUCCEEDED = "RaceSucceeded"
+    INVALID_SPEC = "InvalidSpec"
+    ECK_NOT_INSTALLED = "EckNotInstalled"
+    CLUSTER_NOT_READY = "ClusterNotReady"
+    CLUSTER_NOT_FOUND = "ClusterNotFound"
+    CLUSTER_INVALID = "ClusterInvalid"
+    CLUSTER_REJECTED = "ClusterRejected"
+    JOB_REJECTED = "JobRejected"
+    CLUSTER_NAME_CONFLICT = "ClusterNameConflict"
+    JOB_NAME_CONFLICT = "JobNameConflict"
+    JOB_FAILED = "JobFailed"
+    JOB_DELETED = "JobDeleted"
+    RESULTS_UNAVAILABLE = "ResultsUnavailable"
+    RESULTS_UNREADABLE = "ResultsUnreadable"
+    # The runner's classification of a failed race (its report, and the exit status of esbench run)
+    TARGET_UNREACHABLE = "TargetUnreachable"
+    TRACK_ERROR = "TrackError"
+    RACE_FAILED = "RaceFailed"
+    RACE_ERRORS = "RaceErrors"
+    RACE_TIMEOUT = "RaceTimeout"
+    # Events of an Experiment
+    CLUSTER_DELETED = "ClusterDeleted"
+    CLEANUP_FAILED = "CleanupFailed"
+    RACE_JSON_NOT_STORED = "RaceJsonNotStored"
+    ENVIRONMENT_INCOMPLETE = "EnvironmentIncomplete"
+    # A sweep
+    RUN_STARTED = "RunStarted"
+    RUN_DELETED = "RunDeleted"
+    REJECTED = "Rejected"
+    COMPLETED = "Completed"
+    RUNS_FAILED = "RunsFailed"
+    GATES_PASSED = "GatesPassed"
+    GATE_FAILED = "GateFailed"
+
+
+# What a runner may report as the kind of a failed race (api/race_report.py).
+RACE_FAILURES = (Reason.INVALID_SPEC, Reason.TARGET_UNREACHABLE, Reason.TRACK_ERROR, Reason.RACE_FAILED,
+                 Reason.RACE_ERRORS, Reason.RACE_TIMEOUT)
+
+MEANINGS: dict[Reason, str] = {
+    Reason.WAITING_FOR_CLUSTER: "the Experiment waits for its cluster (ClusterReady and BenchmarkComplete while "
+                                "Provisioning)",
+    Reason.PROVISIONING: "the ECK cluster is created or not ready yet; the ClusterReady condition says what it lacks: "
+                         "ECK phase, health, nodes, version, and ECK's own conditions",
+    Reason.PREVIOUS_CLUSTER_DELETING: "a cluster left by a deleted Experiment of the same name is being removed by the "
+                                      "garbage collector: the Experiment waits in Pending, within "
+                                      "clusterReadyTimeoutSeconds",
+    Reason.BENCHMARKING: "the Rally Job runs",
+    Reason.RUNNING: "the race runs (the BenchmarkComplete condition), or the sweep's runs go on",
+    Reason.RACE_SUCCEEDED: "the race finished and its results are in status.results",
+    Reason.INVALID_SPEC: "track params repeat spec.index or workload.load settings (the one rule CEL cannot check), "
+                         "or a sweep cell is not a valid Experiment: final at once, never retried",
+    Reason.ECK_NOT_INSTALLED: "the ECK CRDs are missing: the Experiment waits in Pending and fails after "
+                              "clusterReadyTimeoutSeconds (a sweep too, from its start)",
+    Reason.CLUSTER_NOT_READY: "ECK did not report the cluster Ready, green, with every node, at the current generation "
+                              "and version, within clusterReadyTimeoutSeconds",
+    Reason.CLUSTER_NOT_FOUND: "target.elasticsearchRef names a cluster that did not appear within "
+                              "clusterReadyTimeoutSeconds",
+    Reason.CLUSTER_INVALID: "ECK marked the cluster Invalid (its phase) for the current spec: final at once, with ECK's "
+                            "own reason from its Validation Warning Event. esbench's admission refuses what it knows "
+                            "ECK refuses for its own clusters, so this comes from a target.elasticsearchRef cluster "
+                            "or an ECK rule esbench does not repeat",
+    Reason.CLUSTER_REJECTED: "the API server or an admission webhook refused to create the ECK cluster (invalid for "
+                             "ECK, forbidden, over a ResourceQuota): final at once, with the server's message",
+    Reason.JOB_REJECTED: "the API server or an admission webhook refused to create the Rally Job: final at once, with "
+                         "the server's message; the cluster is released per lifecycle.cleanup",
+    Reason.CLUSTER_NAME_CONFLICT: "an Elasticsearch of that name exists and belongs to someone else: it is left "
+                                  "untouched (a sweep does not retry the run)",
+    Reason.JOB_NAME_CONFLICT: "a Job of that name exists and belongs to someone else: it is left untouched (a sweep "
+                              "does not retry the run)",
+    Reason.JOB_FAILED: "the Rally pod ended without a report (the message holds a redacted log excerpt)",
+    Reason.JOB_DELETED: "the Rally Job was deleted before its pod's log was read",
+    Reason.RESULTS_UNAVAILABLE: "the Rally pod vanished before its log was read",
+    Reason.RESULTS_UNREADABLE: "the Rally pod's log holds report lines but no complete report this operator can read "
+                               "(cut short, garbled, or from a runner of another version)",
+    Reason.TARGET_UNREACHABLE: "the runner could not reach Elasticsearch",
+    Reason.TRACK_ERROR: "unknown track, challenge or track parameter",
+    Reason.RACE_FAILED: "esrally failed",
+    Reason.RACE_ERRORS: "the race ran but requests failed, more than workload.maxErrorRate allows",
+    Reason.RACE_TIMEOUT: "the race hit raceTimeoutSeconds: the runner stops esrally shortly before it and reports "
+                         "what survives (the node figures esbench sampled, Rally's race.json as stored at the start; "
+                         "Rally computes per-task figures only when a race completes); or the Job's own, later "
+                         "deadline passed",
+    Reason.CLUSTER_DELETED: "Event: the Experiment's cluster was deleted after the race (lifecycle.cleanup)",
+    Reason.CLEANUP_FAILED: "Event: deleting the cluster was refused; tried again later",
+    Reason.RACE_JSON_NOT_STORED: "Event: Rally's race.json could not be stored in its ConfigMap",
+    Reason.ENVIRONMENT_INCOMPLETE: "Event: part of status.results.environment.kubernetes could not be read",
+    Reason.RUN_STARTED: "Event: a sweep started a run",
+    Reason.RUN_DELETED: "a sweep's run was deleted before it finished: it counts as failed",
+    Reason.REJECTED: "a sweep's run or shared cluster was refused by the API server: tried again at each resync, and "
+                     "the sweep fails once the template's clusterReadyTimeoutSeconds have passed since it started",
+    Reason.COMPLETED: "every run of the sweep succeeded",
+    Reason.RUNS_FAILED: "some runs of the sweep failed after their retries; the results of the others stay",
+    Reason.GATES_PASSED: "no contender is significantly worse than the baseline beyond a gate",
+    Reason.GATE_FAILED: "a gate failed: a contender is significantly worse than the baseline beyond it",
+}

@@ -1,0 +1,301 @@
+"""What a sweep's runs say, pure: where each run stands (its attempts, recorded or live), which
+runs start next, and the statistics, gates, conditions and status they make. sweeps.py reads
+the runs and writes what this returns; tests/unit/test_sweep_scheduling.py tests it without a
+cluster.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from esbench.analysis import contrasts, stats
+from esbench.api.models import Gate, Phase, Results, SweepPhase, SweepSpec, Workload
+from esbench.api.reasons import Reason
+from esbench.controller import grid, manifests, status
+
+COMPLETE = "Complete"
+
+
+GATES_PASSED = "GatesPassed"
+
+
+# Failures a retry cannot mend: the same spec fails the same way.
+NOT_RETRIED = {Reason.INVALID_SPEC, Reason.CLUSTER_NAME_CONFLICT, Reason.JOB_NAME_CONFLICT}
+
+
+RUN_DELETED = Reason.RUN_DELETED
+
+
+MAX_LISTED_FAILURES = 20
+
+
+class RunState:
+    PENDING = "Pending"  # not started, or failed with a retry left
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"  # failed for good
+
+
+@dataclass
+class Progress:
+    run: grid.Run
+    attempts: list[dict[str, Any]] = field(default_factory=list)  # child Experiments, by attempt
+    max_retries: int = 0
+
+    @property
+    def latest(self) -> dict[str, Any] | None:
+        return self.attempts[-1] if self.attempts else None
+
+    @property
+    def state(self) -> str:
+        if self.latest is None:
+            return RunState.PENDING
+        latest_status = self.latest.get("status") or {}
+        phase = latest_status.get("phase")
+        if phase == Phase.SUCCEEDED:
+            return RunState.SUCCEEDED
+        if phase != Phase.FAILED:
+            return RunState.RUNNING
+        if latest_status.get("reason") in NOT_RETRIED or len(self.attempts) > self.max_retries:
+            return RunState.FAILED
+        return RunState.PENDING
+
+    @property
+    def final(self) -> bool:
+        return self.state in (RunState.SUCCEEDED, RunState.FAILED)
+
+
+def recorded_run(record: dict[str, Any]) -> dict[str, Any]:
+    """A run that is gone, as its record in the sweep's status says it ended. One that had not
+    ended when it was last seen was deleted under the sweep: a failed attempt."""
+    phase, reason = record.get("phase"), record.get("reason")
+    if phase not in (Phase.SUCCEEDED, Phase.FAILED):
+        phase, reason = Phase.FAILED.value, RUN_DELETED
+    child_status = {"phase": phase, "reason": reason,
+                    "message": record.get("message") or ("deleted before it finished" if reason == RUN_DELETED else "")}
+    if record.get("results"):
+        child_status["results"] = record["results"]
+    labels = {manifests.CELL_LABEL: record["cell"], manifests.REPETITION_LABEL: str(record["repetition"]),
+              manifests.ATTEMPT_LABEL: str(record["attempt"])}
+    return {"metadata": {"name": record["name"], "labels": labels}, "status": child_status}
+
+
+def run_records(states: list[Progress]) -> list[dict[str, Any]]:
+    """What status.runs keeps of every attempt: enough to go on without the run itself."""
+    records = []
+    for state in states:
+        for child in state.attempts:
+            child_status = child.get("status") or {}
+            record = {"name": child["metadata"]["name"], "cell": state.run.cell.id, "repetition": state.run.repetition,
+                      "attempt": int(child["metadata"]["labels"][manifests.ATTEMPT_LABEL]),
+                      "phase": child_status.get("phase") or Phase.PENDING.value}
+            if child_status.get("reason"):
+                record["reason"] = child_status["reason"]
+            if child_status.get("phase") == Phase.FAILED:
+                record["message"] = (child_status.get("message") or "")[:300]
+            if child_status.get("phase") == Phase.SUCCEEDED and child_status.get("results"):
+                record["results"] = child_status["results"]
+            records.append(record)
+    return records
+
+
+def progress(plan: grid.Plan, runs: list[dict[str, Any]], max_retries: int,
+             records: list[dict[str, Any]] = ()) -> list[Progress]:
+    """Each planned run with its attempts so far, in plan order: the runs that exist, and the
+    recorded ones (status.runs) that no longer do."""
+    by_key: dict[tuple[str, int], Progress] = {r.key: Progress(r, max_retries=max_retries) for r in plan.runs}
+    present = {child["metadata"]["name"] for child in runs}
+    runs = [*runs, *(recorded_run(r) for r in records if r["name"] not in present)]
+    attempt = lambda child: int(child["metadata"]["labels"][manifests.ATTEMPT_LABEL])  # noqa: E731
+    for child in sorted(runs, key=attempt):
+        labels = child["metadata"]["labels"]
+        key = (labels.get(manifests.CELL_LABEL), int(labels.get(manifests.REPETITION_LABEL, 0)))
+        if key in by_key:  # runs of cells the spec no longer has are not ours to follow
+            by_key[key].attempts.append(child)
+    return list(by_key.values())
+
+
+def groups(plan: grid.Plan, reuse: bool) -> dict[str, list[grid.Run]]:
+    """Runs that must go one after another on one cluster, keyed, in plan order.
+
+    Runs against an existing cluster (spec.target) always share it: two races at once on
+    one cluster would measure each other.
+    """
+    result: dict[str, list[grid.Run]] = defaultdict(list)
+    for run in plan.runs:
+        shares = reuse or "target" in run.cell.spec
+        key = grid.cluster_key(run.cell.spec) if shares else f"{run.cell.id}/{run.repetition}"
+        result[key].append(run)
+    return dict(result)
+
+
+def runs_to_start(plan: grid.Plan, states: dict[tuple[str, int], Progress], run_groups: dict[str, list[grid.Run]],
+                  parallelism: int) -> list[grid.Run]:
+    """The next run of every group that may work now: groups at work stay, new ones fill free slots."""
+    at_work = [key for key, runs in run_groups.items()
+               if any(states[r.key].attempts for r in runs) and not all(states[r.key].final for r in runs)]
+    free = parallelism - len(at_work)
+    starting = []
+    for key, runs in run_groups.items():
+        if any(states[r.key].state == RunState.RUNNING for r in runs):
+            continue
+        pending = [r for r in runs if states[r.key].state == RunState.PENDING]
+        if not pending:
+            continue
+        if key not in at_work:
+            if free <= 0:
+                continue
+            free -= 1
+        starting.append(pending[0])
+    return starting
+
+
+def gate_results(gates: list[Gate], rows: list[stats.Row], baseline: str, complete: bool) -> list[dict[str, Any]]:
+    """Each gate: Failed when a contender is significantly worse than allowed; Pending until complete."""
+    results = []
+    for gate in gates:
+        row = next((r for r in rows if r.subject == gate.task and r.metric.key == gate.metric), None)
+        verdict = {"task": gate.task, "metric": gate.metric, "maxRegressionPercent": gate.max_regression_percent}
+        cells = {c.cell: c for c in row.cells} if row else {}
+        contenders = gate.cells or [cell for cell in cells if cell != baseline]
+        regressions, missing = [], []
+        for cell in contenders:
+            found = cells.get(cell)
+            if found is None or found.change_percent is None:
+                missing.append(cell)
+            elif found.verdict == stats.Verdict.WORSE and abs(found.change_percent) > gate.max_regression_percent:
+                regressions.append(f"{cell} {found.change_percent:+.1f}% (p={found.p_value:.3g})")
+        if regressions:
+            verdict.update(result="Failed", message="significant regression beyond "
+                           f"{gate.max_regression_percent}%: {', '.join(regressions)}")
+        elif not complete:
+            verdict.update(result="Pending", message="waiting for the sweep to finish")
+        elif missing or not contenders:
+            verdict.update(result="Failed", message=f"no comparison for {', '.join(missing) or 'any cell'}")
+        else:
+            verdict.update(result="Passed", message=f"no significant regression beyond {gate.max_regression_percent}%")
+        results.append(verdict)
+    return results
+
+
+def samples(plan: grid.Plan, states: list[Progress]) -> dict[str, list[Results]]:
+    """Each cell's results from its succeeded runs (warm-up runs left out)."""
+    found: dict[str, list[Results]] = {cell.id: [] for cell in plan.cells}
+    for state in states:
+        if state.state == RunState.SUCCEEDED and state.run.cell.id in found:
+            results = (state.latest.get("status") or {}).get("results")
+            if results:
+                found[state.run.cell.id].append(Results.model_validate(results))
+    return found
+
+
+def comparison(plan: grid.Plan, states: list[Progress], spec: SweepSpec) -> list[stats.Row]:
+    by_cell = samples(plan, states)
+    if not any(by_cell.values()):
+        return []
+    return stats.compare_cells(by_cell, plan.baseline.id, spec.statistics.test, spec.statistics.confidence,
+                               spec.statistics.noise_threshold_percent)
+
+
+def cell_contrasts(plan: grid.Plan, states: list[Progress], spec: SweepSpec) -> list[dict[str, Any]]:
+    """Each cell's within-race contrasts over its repetitions."""
+    by_cell = samples(plan, states)
+    found = []
+    for cell in plan.cells:
+        workload = Workload.model_validate(cell.spec["workload"])
+        if by_cell[cell.id] and workload.contrasts:
+            found += [{"cell": cell.id, **c} for c in contrasts.to_wire(by_cell[cell.id], workload, spec.statistics)]
+    return found
+
+
+@dataclass
+class StatusReport:
+    """The sweep's status fields and conditions as its runs stand."""
+
+    fields: dict[str, Any]
+    conditions: list[tuple[str, bool, str, str]]
+    complete: bool
+
+
+def status_report(plan: grid.Plan, states: list[Progress], run_groups: dict[str, list[grid.Run]],
+                  clusters: dict[str, str], spec: SweepSpec, rows: list[stats.Row],
+                  contrast_rows: list[dict[str, Any]] | None = None) -> StatusReport:
+    counts = _counts(states)
+    finished = counts["succeeded"] + counts["failed"]
+    complete = finished == len(states)
+    fields: dict[str, Any] = {
+        "baseline": plan.baseline.id,
+        "progress": {**counts, "runs": len(states), "cells": len(plan.cells), "summary": f"{finished}/{len(states)}"},
+        "cells": _cells(plan, states, run_groups, clusters),
+        "clusters": sorted(set(clusters.values())),
+        "failures": _failures(states),
+        "comparison": stats.to_wire(rows),
+        "runs": run_records(states),
+    }
+    if contrast_rows:
+        fields["contrasts"] = contrast_rows
+    conditions = []
+    gates = gate_results(spec.gates or [], rows, plan.baseline.id, complete)
+    if gates:
+        fields["gates"] = gates
+        failed_gates = [g for g in gates if g["result"] == "Failed"]
+        if failed_gates:
+            conditions.append((GATES_PASSED, False, Reason.GATE_FAILED,
+                               "; ".join(f"{g['task']} {g['metric']}: {g['message']}" for g in failed_gates)))
+        elif complete:
+            conditions.append((GATES_PASSED, True, Reason.GATES_PASSED, f"{len(gates)} gate(s) passed"))
+    if complete and counts["failed"]:
+        phase, reason = SweepPhase.FAILED, Reason.RUNS_FAILED
+        message = f"{counts['failed']} of {len(states)} runs failed after retries; the comparison uses the others"
+    elif complete:
+        phase, reason, message = SweepPhase.SUCCEEDED, Reason.COMPLETED, f"All {len(states)} runs succeeded"
+    else:
+        phase, reason = SweepPhase.RUNNING, Reason.RUNNING
+        message = f"{finished}/{len(states)} runs finished, {counts['running']} running"
+    fields.update(phase=phase.value, reason=reason, message=message)
+    if complete:
+        fields["completionTime"] = status.now()
+    conditions.append((COMPLETE, complete, reason, message))
+    return StatusReport(fields, conditions, complete)
+
+
+def group_of(run: grid.Run, run_groups: dict[str, list[grid.Run]]) -> str:
+    return next(key for key, runs in run_groups.items() if run in runs)
+
+
+def _counts(states: list[Progress]) -> dict[str, int]:
+    counts = {"succeeded": 0, "failed": 0, "running": 0, "pending": 0}
+    for state in states:
+        counts[state.state.lower()] += 1
+    counts["retries"] = sum(max(0, len(s.attempts) - 1) for s in states)
+    return counts
+
+
+def _cells(plan: grid.Plan, states: list[Progress], run_groups: dict[str, list[grid.Run]],
+           clusters: dict[str, str]) -> list[dict[str, Any]]:
+    cluster_of = {run.cell.id: clusters[key] for key, runs in run_groups.items() if key in clusters for run in runs}
+    result = []
+    for cell in plan.cells:
+        mine = [s for s in states if s.run.cell.id == cell.id]
+        entry = {"id": cell.id, "label": cell.label, "values": cell.values, **{
+            k: v for k, v in _counts(mine).items() if k != "retries"}}
+        if cell.id == plan.baseline.id:
+            entry["baseline"] = True
+        if cell.id in cluster_of:
+            entry["cluster"] = cluster_of[cell.id]
+        result.append(entry)
+    return result
+
+
+def _failures(states: list[Progress]) -> list[dict[str, Any]]:
+    failures = []
+    for state in states:
+        for child in state.attempts:
+            child_status = child.get("status") or {}
+            if child_status.get("phase") == Phase.FAILED:
+                failures.append({"run": child["metadata"]["name"], "cell": state.run.cell.id,
+                                 "reason": child_status.get("reason"),
+                                 "message": (child_status.get("message") or "")[:300]})
+    return failures[-MAX_LISTED_FAILURES:]
