@@ -50,8 +50,7 @@ def _api_client() -> kubernetes.client.ApiClient:
 class _NoDiffBase(kopf.DiffBaseStorage):
     """No last-handled state: only event handlers are used (see above), and kopf diffs an object
     against such a state for change handlers only. Its default storage still deep-copies every
-    object of every watch event to build one: 13 % of the operator's CPU samples in make bench's
-    steady state."""
+    object of every watch event to build one, a cost that shows in make bench's steady state."""
 
     def build(self, *, body: kopf.Body, extra_fields: Any = None) -> kopf.BodyEssence:
         return kopf.BodyEssence()
@@ -85,10 +84,9 @@ async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     _reconciler = Reconciler(kube, SETTINGS, kube.post_event)
     _sweep_reconciler = SweepReconciler(kube, kube.post_event)
     asyncio.get_running_loop().create_task(_resync_forever())
-    # What exists by now (modules, pydantic's schemas, kopf's and the client's machinery: about
-    # 160,000 objects) lives as long as the process. Kept out of the collector's full passes, which
-    # stop every thread and come every few seconds under load, it no longer makes each of them last
-    # 150-350 ms (make bench's steady state: the longest went from 352 to 126 ms).
+    # What exists by now (modules, pydantic's schemas, kopf's and the client's machinery) lives as
+    # long as the process: kept out of the collector's full passes, which stop every thread and
+    # come every few seconds under load, it no longer makes each of them long.
     gc.freeze()
 
 
