@@ -1,37 +1,13 @@
-"""Fixtures for the CLI tests: `esbench` run as its own process, as a person runs it (real
-Elasticsearch and esrally, shared with the runner tests: tests/support/fixtures.py)."""
+"""Fixtures for the CLI tests (`esbench` run as its own process, real Elasticsearch and esrally:
+tests/support/fixtures.py, shared with the runner and integration tests)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from tests.support.result_files import write_result_files
-
-
-@dataclass
-class Run:
-    exit_code: int
-    stdout: str
-    stderr: str
-
-
-@pytest.fixture
-def esbench(tmp_path):
-    """Runs `esbench ARGS...` in a separate process (cwd tmp_path), without a terminal."""
-
-    def run(*args: str, env: dict[str, str] | None = None, timeout: float = 600) -> Run:
-        environment = {**os.environ, **(env or {}), "COLUMNS": "200"}
-        done = subprocess.run([sys.executable, "-m", "esbench.cli", *args], cwd=tmp_path, env=environment,
-                              capture_output=True, text=True, timeout=timeout)
-        return Run(done.returncode, done.stdout, done.stderr)
-
-    return run
 
 
 @pytest.fixture(scope="session")

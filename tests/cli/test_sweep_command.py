@@ -1,4 +1,5 @@
-"""`esbench sweep`: a sweep's cells and comparison, from `kubectl get esxs NAME -o yaml` output."""
+"""`esbench sweep`: a sweep's cells and comparison, from `kubectl get esxs NAME -o yaml` output (made here;
+tests/integration/test_sweeps.py reads a status the operator wrote, by name from the kube context)."""
 
 from __future__ import annotations
 

@@ -9,6 +9,9 @@ esrally for the runner and CLI tests: one pool of nodes per test process, starte
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -100,3 +103,23 @@ def chart_dir(repo_root: Path) -> Path:
 @pytest.fixture(scope="session")
 def helm(helm_binary: Path, chart_dir: Path, tmp_path_factory) -> Helm:
     return Helm(helm_binary, chart_dir, tmp_path_factory.mktemp("helm-home"))
+
+
+@dataclass
+class Run:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def esbench(tmp_path):
+    """Runs `esbench ARGS...` in a separate process (cwd tmp_path), without a terminal."""
+
+    def run(*args: str, env: dict[str, str] | None = None, timeout: float = 600) -> Run:
+        environment = {**os.environ, **(env or {}), "COLUMNS": "200"}
+        done = subprocess.run([sys.executable, "-m", "esbench.cli", *args], cwd=tmp_path, env=environment,
+                              capture_output=True, text=True, timeout=timeout)
+        return Run(done.returncode, done.stdout, done.stderr)
+
+    return run
