@@ -428,12 +428,17 @@ def test_admission_policy_lets_a_user_hand_the_rally_pod_only_what_they_could_re
             "track": "mine", "source": "Git", "repository": {"url": "https://example.org/tracks.git"}})
         for body in (own_image, git_track):
             assert "only users who may create pods in" in refused(body)
-        assert "only users who may create Elasticsearch clusters" in refused(
-            experiment("es-image", elasticsearch={**OWN_CLUSTER["elasticsearch"], "image": "alice/es:1"}))
+        es_image = experiment("es-image", elasticsearch={**OWN_CLUSTER["elasticsearch"], "image": "alice/es:1"})
+        assert "only users who may create Elasticsearch clusters" in refused(es_image)
         grant("run-pods", [{"apiGroups": [""], "resources": ["pods"], "verbs": ["create"]}])
         wait_for(lambda: create(own_image).returncode == 0, what="alice's right to create pods to reach the authorizer")
         admitted(git_track)
         admitted(experiment("plain", **OWN_CLUSTER))
+        assert "only users who may create Elasticsearch clusters" in refused(es_image), "pods are not clusters"
+        grant("make-clusters", [{"apiGroups": ["elasticsearch.k8s.elastic.co"], "resources": ["elasticsearches"],
+                                 "verbs": ["create"]}])
+        wait_for(lambda: create(es_image).returncode == 0,
+                 what="alice's right to create Elasticsearch clusters to reach the authorizer")
 
         # A sweep is checked by its template; the operator creates its runs unchecked.
         sweep = {"apiVersion": "esbench.io/v1alpha1", "kind": "ExperimentSweep", "metadata": {"name": "sweep"},

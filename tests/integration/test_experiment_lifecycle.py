@@ -31,6 +31,7 @@ from tests.support.experiments import (
     runner_log,
     wait_phase,
 )
+from tests.support.helm import operator_access
 from tests.support.operator_process import OperatorProcess
 from tests.support.standin_eck import GROUP, PLURAL, VERSION
 from tests.support.waiting import wait_for
@@ -413,3 +414,25 @@ def test_an_experiment_can_be_deleted_while_the_operator_is_down(apis, eck, name
     wait_for(lambda: not apis.custom.list_namespaced_custom_object(
         models.GROUP, models.VERSION, namespace, models.PLURAL)["items"], what="the Experiment to go")
     wait_for(lambda: not es_exists(eck, namespace, "orphan"), what="garbage collection of the cluster")
+
+
+def test_an_operator_watching_some_namespaces_leaves_the_others_alone(apis, control_plane, helm, namespace, tmp_path):
+    """The chart's watchNamespaces at run time: its RBAC for the listed namespaces and the
+    operator's --namespace, as its Deployment passes it. An Experiment elsewhere is never touched;
+    it is created first, so an operator watching every namespace would see it before the watched
+    one (one watch, in resourceVersion order)."""
+    other = control_plane.create_namespace()
+    home = control_plane.create_namespace("esbench-system-")
+    with operator_access(helm, control_plane, home, release="esbench-watching",
+                         values={"watchNamespaces": [namespace]}) as kubeconfig:
+        operator = OperatorProcess(kubeconfig, tmp_path / "operator.log", "--namespace", namespace).start()
+        try:
+            create_experiment(apis, other, "unseen")
+            create_experiment(apis, namespace, "seen")
+            wait_phase(apis, namespace, "seen", "Provisioning", 30)
+            assert "status" not in get_experiment(apis, other, "unseen")
+            assert apis.custom.list_namespaced_custom_object(GROUP, VERSION, other, PLURAL)["items"] == []
+        finally:
+            operator.stop()
+            control_plane.delete_namespace(other)
+            control_plane.delete_namespace(home)

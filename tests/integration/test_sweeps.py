@@ -215,7 +215,7 @@ def test_a_failed_run_is_retried_and_a_run_that_keeps_failing_leaves_partial_res
 
 
 def test_gates_pass_when_no_contender_is_significantly_worse_and_contrasts_are_kept_per_cell(
-        apis, eck, standin_kubelet, namespace, operator, race_json, control_plane, esbench):
+        apis, eck, standin_kubelet, namespace, operator, race_json, control_plane, esbench, tmp_path):
     contrast = {"name": "queries", "baseline": "match-all", "variants": ["term-category"], "metrics": ["service_time.p50"]}
     template = {**TEMPLATE, "workload": {**TEMPLATE["workload"], "contrasts": [contrast]}}
     create_sweep(apis, namespace, "even", template=template, matrix=CODECS, repetitions=2,
@@ -250,10 +250,14 @@ def test_gates_pass_when_no_contender_is_significantly_worse_and_contrasts_are_k
     assert "gate index-append throughput.median (at most 5% worse): Passed" in swept.stdout
     assert json.loads(esbench("sweep", "even", "-n", namespace, "--format", "json", env=kube).stdout) == (
         done["status"]["comparison"])
-    first_run = done["status"]["runs"][0]["name"]
+    first_run, second_run = (run["name"] for run in done["status"]["runs"][:2])
     shown = esbench("show", first_run, "--namespace", namespace, env=kube)
     assert shown.exit_code == 0, shown.stderr
     assert first_run in shown.stdout and "index-append" in shown.stdout
+    reported = esbench("report", first_run, second_run, "-n", namespace, "--markdown", "report.md", env=kube)
+    assert reported.exit_code == 0, reported.stderr
+    report = (tmp_path / "report.md").read_text()
+    assert first_run in report and second_run in report and "index-append" in report
 
 
 def test_runs_removed_by_the_templates_ttl_keep_their_results_and_are_not_started_again(
@@ -325,6 +329,25 @@ def test_a_cell_the_experiment_crd_rejects_fails_the_sweep_before_any_run(apis, 
     assert done["status"]["reason"] == "InvalidSpec"
     assert "cell c1" in done["status"]["message"] and "index.refreshInterval" in done["status"]["message"]
     assert runs(apis, namespace, "bad") == [] and eck.list(namespace) == []
+
+
+def test_a_run_the_api_server_refuses_is_said_and_tried_again_until_the_templates_ready_timeout(
+        apis, eck, namespace, operator):
+    """A ResourceQuota of no Experiments: every run's create is refused (403). The sweep says so
+    (reason Rejected), tries again at each resync, and fails once the template's
+    clusterReadyTimeoutSeconds have passed since it started."""
+    quota = {"metadata": {"name": "no-experiments"}, "spec": {"hard": {"count/experiments.esbench.io": "0"}}}
+    apis.core.create_namespaced_resource_quota(namespace, quota)
+    template = {**TEMPLATE, "lifecycle": {"clusterReadyTimeoutSeconds": 30}}
+    create_sweep(apis, namespace, "quota", template=template, matrix=CODECS, repetitions=1)
+    waiting = wait_for(lambda: (s := get_sweep(apis, namespace, "quota")).get("status", {}).get("reason") == "Rejected"
+                       and s, 30, "the sweep to say its run is refused")
+    assert phase(waiting) == "Running" and "quota" in waiting["status"]["message"].lower()
+    assert condition(waiting, "Complete")["status"] == "False"
+    done = wait_for(lambda: (s := get_sweep(apis, namespace, "quota")) and phase(s) == "Failed" and s, 90,
+                    "the sweep to give up")
+    assert done["status"]["reason"] == "Rejected" and condition(done, "Complete")["status"] == "True"
+    assert runs(apis, namespace, "quota") == []
 
 
 def test_an_include_cell_that_sets_what_only_the_template_may_fails_the_sweep_before_any_run(

@@ -52,13 +52,14 @@ class Helm:
 
 
 @contextmanager
-def operator_access(helm: Helm, control_plane: ControlPlane, namespace: str, release: str = "esbench") -> Iterator[Path]:
+def operator_access(helm: Helm, control_plane: ControlPlane, namespace: str, release: str = "esbench",
+                    values: dict[str, Any] | None = None) -> Iterator[Path]:
     """What `helm install` of the chart gives the operator, but its Deployment (no image can run
     here): its ServiceAccount, RBAC and admission policy, removed on exit. Yields a kubeconfig
     for an operator run as a process to act as that ServiceAccount, with a token from the
     TokenRequest API as a pod's projected token is, not with the test harness's admin
     certificate (whose group skips RBAC)."""
-    objects = [obj for obj in helm.template(release=release, namespace=namespace) if obj["kind"] != "Deployment"]
+    objects = [obj for obj in helm.template(values, release=release, namespace=namespace) if obj["kind"] != "Deployment"]
     with control_plane.api_client() as api_client:
         resources = DynamicClient(api_client).resources
 

@@ -13,9 +13,11 @@ from tests.support.waiting import wait_for
 
 
 class OperatorProcess(OwnedProcess):
-    def __init__(self, kubeconfig: Path, log_path: Path, **env: str):
+    def __init__(self, kubeconfig: Path, log_path: Path, *args: str, **env: str):
+        """args: more `esbench operator` options (e.g. --namespace NS, as the chart's watchNamespaces)."""
         super().__init__(log_path)
         self.kubeconfig = kubeconfig
+        self.args = args
         self.env = env
         self.liveness_port = 0
 
@@ -23,7 +25,7 @@ class OperatorProcess(OwnedProcess):
         self.liveness_port = free_port()
         env = {**os.environ, "KUBECONFIG": str(self.kubeconfig), "ESBENCH_RESYNC_SECONDS": "1", **self.env}
         self.launch([sys.executable, "-m", "esbench.cli", "operator",
-                     f"--liveness=http://127.0.0.1:{self.liveness_port}/healthz"], env)
+                     f"--liveness=http://127.0.0.1:{self.liveness_port}/healthz", *self.args], env)
 
         def live() -> bool:
             if self.process.poll() is not None:
