@@ -147,16 +147,22 @@ def test_quickstart_races_an_existing_cluster_and_writes_what_the_operator_write
 
 
 def test_without_es_url_elasticsearch_is_downloaded_started_over_https_and_stopped(esbench, esrally, tmp_path):
-    path = _write(tmp_path, EXPERIMENT)
+    # As root (these machines), limits.memory becomes the node's memory cgroup, as a pod's limit.
+    experiment = {**EXPERIMENT, "spec": {**EXPERIMENT["spec"], "elasticsearch": {
+        **EXPERIMENT["spec"]["elasticsearch"], "resources": {"limits": {"memory": "1536Mi"}}}}}
+    path = _write(tmp_path, experiment)
     run = esbench("run", str(path), "--output", "local.json", "--work-dir", "work", env={"ESBENCH_ESRALLY": esrally})
     assert run.exit_code == 0, run.stdout + run.stderr
 
     # It says which distribution it uses, and what that distribution lacks.
     assert "integ-test-zip" in run.stdout and "no painless" in run.stdout and "no ingest" in run.stdout
     document = json.loads((tmp_path / "local.json").read_text())
-    results = _assert_operator_document(document, validation.admit(EXPERIMENT), LATEST)
+    results = _assert_operator_document(document, validation.admit(experiment), LATEST)
     assert "integ-test-zip" in document["metadata"]["annotations"]["esbench.io/elasticsearch"]
     assert results.track_params["index_settings"] == {"index.codec": "best_compression"}
+    # The node as the operator's clusters have it: mmap off (models.DEFAULT_NODE_CONFIG), and the limit.
+    (node,) = results.environment.nodes
+    assert node.mmap is False and node.cgroup_memory_limit_bytes == 1536 * 2**20
 
     # HTTPS as ECK serves it (spec.elasticsearch.tls defaults to true), and it is gone afterwards.
     (port,) = re.findall(r"https://localhost:(\d+)", run.stdout)
