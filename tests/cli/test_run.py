@@ -91,18 +91,23 @@ def test_an_unreachable_cluster_fails_as_target_unreachable(esbench, tmp_path):
     assert "Failed (TargetUnreachable)" in run.stdout
 
 
-def test_a_race_rally_refuses_exits_with_its_own_status_and_writes_the_failed_document(
-        esbench, esrally, clusters, tmp_path):
-    """One of the runner's failures through `esbench run` (race.EXIT_CODES maps the others the
-    same way): an unknown track parameter is Rally's TrackError, exit status 12."""
-    document = {**EXPERIMENT, "spec": {**EXPERIMENT["spec"], "workload": {
-        "track": "smoke", "testMode": True, "trackParams": {"doc_count": 100, "no_such_param": 1}}}}
+@pytest.mark.parametrize("workload, code, reason, named", [
+    # An unknown track parameter: Rally refuses the track.
+    ({"track": "smoke", "trackParams": {"doc_count": 100, "no_such_param": 1}}, 12, "TrackError", "no_such_param"),
+    # A search Elasticsearch refuses (more hits than index.max_result_window), with onError continue.
+    ({"track": "codec-search", "trackParams": {"doc_count": 200, "fetch_size": 20000}, "onError": "continue"},
+     14, "RaceErrors", "fetch-500-newest"),
+], ids=["track error", "race errors"])
+def test_a_failed_race_exits_with_its_own_status_and_writes_the_failed_document(
+        esbench, esrally, clusters, tmp_path, workload, code, reason, named):
+    """The runner's failures through `esbench run` (race.EXIT_CODES maps the others the same way)."""
+    document = {**EXPERIMENT, "spec": {**EXPERIMENT["spec"], "workload": {"testMode": True, **workload}}}
     run = esbench("run", str(_write(tmp_path, document)), "--es-url", clusters.get(LATEST).url,
                   "--output", "out.json", env={"ESBENCH_ESRALLY": esrally})
-    assert run.exit_code == 12, run.stdout + run.stderr
+    assert run.exit_code == code, run.stdout + run.stderr
     state = json.loads((tmp_path / "out.json").read_text())["status"]
-    assert (state["phase"], state["reason"]) == ("Failed", "TrackError") and "no_such_param" in state["message"]
-    assert "Failed (TrackError)" in run.stdout
+    assert (state["phase"], state["reason"]) == ("Failed", reason) and named in state["message"]
+    assert f"Failed ({reason})" in run.stdout
 
 
 def _assert_operator_document(document: dict, stored: dict, version: str) -> models.Results:

@@ -185,6 +185,9 @@ def test_quickstart_succeeds_with_sane_results_and_cleans_up_its_cluster(cluster
     assert tasks["index-append"]["throughput"]["unit"] == "docs/s"
     assert results["cluster"]["storeSizeBytes"] > 0
     assert results["cluster"]["segmentCount"] >= 1
+    # As esbench sets every node it creates (models.DEFAULT_NODE_CONFIG), recorded as the node reports it.
+    (node,) = results["environment"]["nodes"]
+    assert node["mmap"] is False, node
     assert status["headline"]
     created_at = datetime.fromisoformat(experiment["metadata"]["creationTimestamp"])
     print(f"{version}: created -> cluster ready "
