@@ -20,7 +20,8 @@ def sweep_document() -> dict:
         return summary
 
     rows = stats.compare_cells({"c0": [results(t) for t in (1000, 1010, 990)],
-                                "c1": [results(t) for t in (800, 805, 795)]}, "c0")
+                                "c1": [results(t) for t in (800, 805, 795)]}, "c0",
+                               primary=[("index-append", "throughput.median")])
     return {
         "apiVersion": "esbench.io/v1alpha1", "kind": "ExperimentSweep", "metadata": {"name": "codec"},
         "spec": {"template": {}},
@@ -31,6 +32,7 @@ def sweep_document() -> dict:
                        "cluster": "codec-g0"},
                       {"id": "c1", "label": 'index.codec="best_compression"', "succeeded": 3, "cluster": "codec-g0"}],
             "comparison": stats.to_wire(rows),
+            "corrections": stats.corrections(rows),
             "gates": [{"task": "index-append", "metric": "throughput.median", "maxRegressionPercent": 5,
                        "result": "Failed", "message": "significant regression beyond 5%: c1 -20.0%"}],
         },
@@ -44,8 +46,12 @@ def test_sweep_prints_cells_comparison_and_gates(esbench, tmp_path):
     assert run.exit_code == 0, run.stderr
     assert "codec: Succeeded (Completed) 6/6 runs finished" in run.stdout
     assert 'index.codec="best_compression"' in run.stdout and "c0 (baseline)" in run.stdout
-    assert "Comparison against c0" in run.stdout
-    assert "-20.0%, p=" in run.stdout  # the contender's change on index-append throughput
+    text = " ".join(run.stdout.split())
+    assert "Comparison against c0 (corrected for many comparisons: primary: Holm over 1; exploratory: " \
+           "Benjamini-Hochberg over" in text
+    # The contender's change on index-append throughput, its interval and its verdict, on one line.
+    line = next(line for line in run.stdout.splitlines() if "throughput.median" in line)
+    assert "-20.0 % [-21.6, -18.4]" in line and "<.001/<.001" in line and "Worse" in line
     assert "gate index-append throughput.median (at most 5% worse): Failed" in run.stdout
 
 
@@ -77,4 +83,5 @@ def test_sweep_prints_each_cells_contrasts_over_its_runs(esbench, tmp_path):
     assert run.exit_code == 0, run.stderr
     text = " ".join(run.stdout.split())
     assert "c0: contrast queries, against task match-all over the cell's runs" in text
-    assert "match-all" in text and "term-category" in text and "(n=3)" in text
+    line = next(line for line in run.stdout.splitlines() if line.startswith(" queries"))
+    assert "-16.4 % [-16.4, -16.4]" in line and "Better" in line  # three identical runs each: an exact change

@@ -123,7 +123,10 @@ def test_cells_that_differ_in_index_settings_share_one_cluster_one_run_at_a_time
     row = next(r for r in status["comparison"] if r["subject"] == "index-append" and r["metric"] == "throughput.median")
     baseline, contender = row["cells"]
     assert (baseline["cell"], baseline["verdict"], baseline["n"]) == ("c0", "Baseline", 3)
-    assert contender["cell"] == "c1" and contender["verdict"] == "Worse" and contender["significant"]
+    assert contender["cell"] == "c1" and contender["verdict"] == "Worse" and contender["pAdjusted"] < 0.05
+    assert contender["changeHighPercent"] < -15  # the interval, at the level Holm's correction sets
+    assert row["family"] == "primary"  # the gate's question
+    assert status["corrections"]["primary"] == {"correction": "Holm", "comparisons": 1}
     assert contender["changePercent"] == pytest.approx(-20.0, abs=0.1)
     gates = condition(done, "GatesPassed")
     assert gates["status"] == "False" and gates["reason"] == "GateFailed" and "c1 -20.0%" in gates["message"]

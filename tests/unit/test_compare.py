@@ -10,7 +10,7 @@ import json
 import pytest
 
 from esbench.analysis import compare
-from esbench.analysis.compare import Direction, Section, Verdict, difference
+from esbench.analysis.compare import Direction, Section, difference
 from esbench.api import models
 from tests.support.result_files import experiment_from_race, race_fixtures
 
@@ -27,18 +27,18 @@ def entries(documents) -> list[compare.Entry]:
     return compare.unique_labels([compare.entry_from_document(d, f"fixture {i}") for i, d in enumerate(documents)])
 
 
-def test_higher_throughput_is_better_and_higher_latency_is_worse():
-    assert difference(100.0, 125.0, Direction.HIGHER_IS_BETTER) == compare.Difference(25.0, 25.0, Verdict.BETTER)
-    assert difference(100.0, 125.0, Direction.LOWER_IS_BETTER).verdict == Verdict.WORSE
-    assert difference(100.0, 80.0, Direction.LOWER_IS_BETTER) == compare.Difference(-20.0, -20.0, Verdict.BETTER)
+def test_a_difference_between_runs_is_contender_minus_baseline_and_no_verdict():
+    # One run per side cannot tell an effect from noise: the issue saw "-0.2 % worse".
+    assert difference(100.0, 125.0) == compare.Difference(25.0, 25.0)
+    assert difference(100.0, 99.8) == compare.Difference(pytest.approx(-0.2), pytest.approx(-0.2))
+    assert not hasattr(compare.Difference(1.0, 1.0), "verdict")
 
 
-def test_equal_values_are_the_same_and_a_zero_baseline_has_no_percentage():
-    assert difference(3.0, 3.0, Direction.HIGHER_IS_BETTER).verdict == Verdict.SAME
-    zero = difference(0.0, 2.0, Direction.LOWER_IS_BETTER)
-    assert zero.percent is None and zero.absolute == 2.0 and zero.verdict == Verdict.WORSE
-    assert difference(None, 2.0, Direction.LOWER_IS_BETTER) is None
-    assert difference(2.0, None, Direction.LOWER_IS_BETTER) is None
+def test_a_zero_baseline_has_no_percentage():
+    zero = difference(0.0, 2.0)
+    assert zero.percent is None and zero.absolute == 2.0
+    assert difference(None, 2.0) is None
+    assert difference(2.0, None) is None
 
 
 def test_every_task_and_cluster_figure_of_every_experiment_is_a_row_with_rallys_exact_values(entries):
@@ -55,7 +55,7 @@ def test_every_task_and_cluster_figure_of_every_experiment_is_a_row_with_rallys_
         assert rows[(Section.CLUSTER, "cluster", "segment_count")].values[position] == entry.results.cluster.segment_count
 
 
-def test_every_difference_is_contender_minus_baseline_marked_by_the_metrics_direction(entries):
+def test_every_difference_is_contender_minus_baseline_and_each_metric_has_its_direction(entries):
     comparison = compare.compare(entries)
     checked = 0
     for row in comparison.rows:
@@ -65,12 +65,6 @@ def test_every_difference_is_contender_minus_baseline_marked_by_the_metrics_dire
                 continue
             checked += 1
             assert d.absolute == value - row.values[0]
-            if d.absolute == 0:
-                assert d.verdict == Verdict.SAME
-            else:
-                higher = d.absolute > 0
-                expected = Verdict.BETTER if higher == (row.metric.direction == Direction.HIGHER_IS_BETTER) else Verdict.WORSE
-                assert d.verdict == expected
     assert checked > 10
     directions = {r.metric.key: r.metric.direction for r in comparison.rows}
     assert directions["throughput.median"] == Direction.HIGHER_IS_BETTER
@@ -128,10 +122,10 @@ def test_csv_has_one_line_per_row_and_experiment_with_raw_values(entries):
     lines = list(csv.DictReader(io.StringIO(compare.to_csv(comparison))))
     assert len(lines) == len(comparison.rows) * len(entries)
     first = lines[0]
-    assert first["experiment"] == comparison.baseline and first["verdict"] == ""
+    assert first["experiment"] == comparison.baseline and first["difference"] == ""
     assert float(first["value"]) == comparison.rows[0].values[0]
     contender = lines[1]
-    assert contender["verdict"] in ("better", "worse", "same", "")
+    assert "verdict" not in contender and contender["direction"] in ("higher", "lower")
 
 
 def test_json_and_markdown_carry_every_row(entries):
@@ -150,8 +144,8 @@ def test_values_are_formatted_for_people():
     assert compare.format_value(0.25, "fraction") == "25.00%"
     assert compare.format_value(2641.5, "docs/s") == "2,642 docs/s"
     assert compare.format_value(None, "ms") == "–"
-    d = difference(200.0, 150.0, Direction.LOWER_IS_BETTER)
-    assert compare.format_difference(d, "ms") == "-50.00 ms (-25.0%) better"
+    assert compare.format_difference(difference(200.0, 150.0), "ms") == "-50.00 ms (-25.0 %)"
+    assert compare.format_difference(difference(200.0, 200.0), "ms") == "0"
 
 
 def test_results_of_the_api_model_round_trip_through_a_document(documents):

@@ -1,11 +1,15 @@
-"""Statistics over repeated runs, checked against references that do not use scipy: published
-worked examples, t-table values, textbook formulas and an exhaustive Mann-Whitney enumeration."""
+"""Statistics over repeated runs, checked against references that do not use scipy (published
+worked examples, t-table values, textbook formulas, an exhaustive Mann-Whitney enumeration), and
+calibrated by simulation: A/A sweeps keep their false verdicts at the stated rate, a real effect
+is found with the stated power, intervals cover the true effect at their nominal rate."""
 
 from __future__ import annotations
 
+import gc
 import itertools
 import json
 import math
+import random
 import statistics
 
 import pytest
@@ -95,17 +99,21 @@ def test_welch_p_value_matches_the_published_examples(sample, published_t, publi
     a, b = sample
     t, df = welch_t_and_df(a, b)
     assert round(t, 2) == published_t
-    p = stats.p_value(a, b, WELCH)
-    assert p == pytest.approx(two_sided_t_p(t, df), abs=1e-7)
-    assert round(p, 3) == published_p
-    assert stats.p_value(b, a, WELCH) == pytest.approx(p)
+    shift = stats.welch(a, b)
+    assert shift.estimate == pytest.approx(statistics.fmean(b) - statistics.fmean(a))
+    assert shift.p_value == pytest.approx(two_sided_t_p(t, df), abs=1e-7)
+    assert round(shift.p_value, 3) == published_p
+    assert stats.welch(b, a).p_value == pytest.approx(shift.p_value)
 
 
-def test_welch_p_value_agrees_with_t_table_critical_values():
-    t, df = welch_t_and_df(*WIKI_1)
-    assert 24 < df < 25  # between the table's rows: t(0.975) 2.064/2.060, t(0.99) 2.492/2.485
-    assert 2.064 < abs(t) < 2.485
-    assert 0.02 < stats.p_value(*WIKI_1, WELCH) < 0.05
+def test_welch_interval_is_the_test_inverted():
+    shift = stats.welch(*WIKI_1)
+    assert 0.02 < shift.p_value < 0.05  # t between the table's t(0.975) and t(0.99) at 24-25 df
+    low, high = shift.interval(0.05)
+    assert 0 < low < shift.estimate < high
+    # At alpha = p the interval just touches no change; wider levels give wider intervals.
+    assert shift.interval(shift.p_value)[0] == pytest.approx(0, abs=1e-9)
+    assert shift.interval(0.01)[0] < 0 < shift.interval(0.01)[1]
 
 
 @pytest.mark.parametrize("x, y", [
@@ -114,24 +122,54 @@ def test_welch_p_value_agrees_with_t_table_critical_values():
     ([10.5, 9.1, 12.8, 11.0, 8.7], [9.9, 13.4, 12.2, 14.1, 10.1, 15.0]),
 ])
 def test_mann_whitney_p_value_is_the_exact_enumeration(x, y):
-    assert stats.p_value(x, y, MANN_WHITNEY) == pytest.approx(exact_mann_whitney_p(x, y), abs=1e-12)
+    assert stats.mann_whitney(x, y).p_value == pytest.approx(exact_mann_whitney_p(x, y), abs=1e-12)
 
 
-def test_mann_whitney_reference_on_a_hand_counted_case():
+def test_mann_whitney_on_a_hand_counted_case():
     assert exact_mann_whitney_p([1, 2, 3], [4, 5, 6]) == pytest.approx(0.1)  # 2 of 20 splits
-    assert stats.p_value([1, 2, 3], [4, 5, 6], MANN_WHITNEY) == pytest.approx(0.1)
+    shift = stats.mann_whitney([1, 2, 3], [4, 5, 6])
+    # The nine differences y - x are 1 2 2 3 3 3 4 4 5: Hodges-Lehmann is their median.
+    assert (shift.estimate, shift.p_value) == (3, pytest.approx(0.1))
+    # Three runs a side can never exclude no change at 95 % (the smallest p is 0.1) ...
+    assert shift.interval(0.05) == (-math.inf, math.inf)
+    # ... and at 80 % every shift below the smallest difference, or above the largest, is refused.
+    assert shift.interval(0.2) == (1, 5)
 
 
-@pytest.mark.parametrize("test", list(stats.Test))
-def test_p_value_is_none_without_two_values_each(test):
-    assert stats.p_value([1.0], [2.0, 3.0], test) is None
-    assert stats.p_value([1.0, 2.0], [], test) is None
+@pytest.mark.parametrize("method", [stats.welch, stats.mann_whitney])
+def test_an_interval_excludes_no_change_exactly_when_the_test_rejects_it(method):
+    generator = random.Random(3)
+    for _ in range(200):
+        x = [math.exp(generator.gauss(0, 0.1)) for _ in range(generator.randint(4, 7))]
+        y = [math.exp(generator.gauss(generator.choice([0, 0.1]), 0.1)) for _ in range(generator.randint(4, 7))]
+        shift = method(x, y)
+        for alpha in (0.01, 0.05, 0.2):
+            low, high = shift.interval(alpha)
+            assert low <= shift.estimate <= high
+            assert (shift.p_value < alpha) == (not low <= 0 <= high)
 
 
-def test_welch_p_value_is_none_when_neither_sample_varies():
-    assert stats.p_value([5.0, 5.0, 5.0], [5.0, 5.0, 5.0], WELCH) is None
-    assert stats.p_value([5.0, 5.0, 5.0], [7.0, 7.0, 7.0], WELCH) is None
-    assert stats.p_value([5.0, 5.0, 5.0], [7.0, 8.0, 9.0], WELCH) is not None
+def test_samples_that_do_not_vary_give_an_exact_difference():
+    assert stats.welch([5.0, 5.0], [5.0, 5.0, 5.0]).p_value == 1.0
+    exact = stats.welch([5.0, 5.0, 5.0], [7.0, 7.0, 7.0])
+    assert (exact.estimate, exact.p_value, exact.interval(0.05)) == (2.0, 0.0, (2.0, 2.0))
+
+
+def test_holm_and_benjamini_hochberg_match_their_definitions():
+    p = [0.01, 0.04, 0.03, 0.5]
+    # Holm: sorted p times (m - rank + 1), made monotone; BH: sorted p times m / rank, from the top.
+    assert stats.adjust(p, stats.Family.PRIMARY) == pytest.approx([0.04, 0.09, 0.09, 0.5])
+    assert stats.adjust(p, stats.Family.EXPLORATORY) == pytest.approx([0.04, 0.0533333, 0.0533333, 0.5])
+    assert stats.adjust([], stats.Family.PRIMARY) == []
+
+
+def test_runs_needed_and_the_detectable_effect_follow_the_t_formula():
+    # 80 % power, alpha 5 %, 10 runs a side: (t(0.975, 18) 2.101 + t(0.80, 18) 0.862, from a t table) * sqrt(2/10)
+    assert stats.detectable_shift(1.0, 10, 10, 0.05) == pytest.approx((2.101 + 0.862) * math.sqrt(0.2), rel=1e-4)
+    needed = stats.runs_needed(spread=0.05, estimate=math.log(1.1), margin=None, alpha=0.05)
+    assert stats.detectable_shift(0.05, needed, needed, 0.05) <= math.log(1.1)
+    assert stats.detectable_shift(0.05, needed - 1, needed - 1, 0.05) > math.log(1.1)
+    assert stats.runs_needed(spread=0.0, estimate=0.1, margin=None, alpha=0.05) is None
 
 
 # --- the table -------------------------------------------------------------------------------
@@ -152,6 +190,7 @@ SWEEP = {
     "pending": [run(1200, 9.0)],
     "queued": [],
 }
+PRIMARY = [("bulk", "throughput.median")]
 
 
 def cells(row: stats.Row) -> dict[str, stats.CellStats]:
@@ -169,24 +208,40 @@ def test_rows_follow_measurement_order_and_leave_out_cells_without_data():
     assert [c.cell for c in rows[2].cells] == ["default", "best_compression"]
 
 
-def test_verdicts_follow_the_metric_direction():
-    throughput, latency, store = (cells(r) for r in stats.compare_cells(SWEEP, "default"))
-    assert throughput["best_compression"].verdict == Verdict.WORSE
-    assert throughput["best_compression"].change_percent == pytest.approx((900 - 1000) / 1000 * 100)
-    assert throughput["tuned"].verdict == Verdict.BETTER and throughput["tuned"].significant
+def test_the_effect_is_a_ratio_with_its_interval_and_the_verdict_follows_the_metric_direction():
+    throughput, latency, store = (cells(r) for r in stats.compare_cells(SWEEP, "default", primary=PRIMARY))
+    worse = throughput["best_compression"]
+    geometric = lambda values: math.exp(statistics.fmean(map(math.log, values)))  # noqa: E731
+    assert worse.change_percent == pytest.approx((geometric([900, 905, 895, 910, 890]) /
+                                                  geometric([1000, 1010, 990, 1005, 995]) - 1) * 100)
+    assert worse.verdict == Verdict.WORSE and worse.low_percent < worse.change_percent < worse.high_percent < 0
+    assert throughput["tuned"].verdict == Verdict.BETTER and throughput["tuned"].low_percent > 0
     assert latency["best_compression"].verdict == Verdict.WORSE  # higher latency
     assert store["best_compression"].verdict == Verdict.BETTER  # smaller store
-    assert throughput["pending"].verdict == Verdict.INSUFFICIENT_DATA
-    assert throughput["pending"].change_percent == pytest.approx(20.0)  # shown, though untested
     baseline = throughput["default"]
     assert (baseline.verdict, baseline.change_percent, baseline.p_value) == (Verdict.BASELINE, None, None)
 
 
-def test_overlapping_spread_is_no_significant_change_and_flagged_noisy():
+def test_a_single_run_is_a_difference_without_interval_or_verdict():
+    pending = cells(stats.compare_cells(SWEEP, "default")[0])["pending"]
+    assert pending.verdict == Verdict.INSUFFICIENT_DATA
+    assert pending.change_percent == pytest.approx((1200 / geometric_mean([1000, 1010, 990, 1005, 995]) - 1) * 100)
+    assert (pending.low_percent, pending.p_value) == (None, None)
+
+
+def geometric_mean(values: list[float]) -> float:
+    return math.exp(statistics.fmean(map(math.log, values)))
+
+
+def test_an_interval_within_the_threshold_is_equivalent_and_a_wide_one_inconclusive():
     latency = cells(stats.compare_cells(SWEEP, "default")[1])
-    tuned = latency["tuned"]  # same mean as the baseline, CV about 16%
-    assert tuned.verdict == Verdict.NO_SIGNIFICANT_CHANGE and not tuned.significant
+    tuned = latency["tuned"]  # same mean as the baseline, CV about 16 %: the interval spans +-15 %
+    assert tuned.verdict == Verdict.INCONCLUSIVE and tuned.runs_needed > 5
     assert tuned.noisy and not latency["default"].noisy and not latency["best_compression"].noisy
+    close = {"a": [run(1000 + d, 1) for d in (-5, 0, 5, -3, 3)], "b": [run(1002 + d, 1) for d in (-5, 0, 5, -3, 3)]}
+    same = cells(stats.compare_cells(close, "a")[0])["b"]
+    assert same.verdict == Verdict.EQUIVALENT and -5 < same.low_percent < 0 < same.high_percent < 5
+    assert same.runs_needed is None
 
 
 def test_a_noisy_baseline_makes_every_comparison_noisy():
@@ -196,21 +251,39 @@ def test_a_noisy_baseline_makes_every_comparison_noisy():
     assert throughput["b"].summary.cv_percent < 5
 
 
-def test_mann_whitney_reports_the_change_of_medians():
-    throughput = cells(stats.compare_cells(SWEEP, "default", test=MANN_WHITNEY)[0])
-    tuned = throughput["tuned"]
-    assert tuned.change_percent == pytest.approx((1100 - 1000) / 1000 * 100)
+def test_mann_whitney_gives_the_hodges_lehmann_ratio():
+    statistics_ = models.Statistics(test=MANN_WHITNEY)
+    tuned = cells(stats.compare_cells(SWEEP, "default", statistics_, primary=PRIMARY)[0])["tuned"]
+    logs = sorted(math.log(c) - math.log(b) for b in [1000, 1010, 990, 1005, 995] for c in [1100, 1110, 1090, 1105, 1095])
+    assert tuned.change_percent == pytest.approx(math.expm1(statistics.median(logs)) * 100)
     assert tuned.p_value == pytest.approx(exact_mann_whitney_p([1000, 1010, 990, 1005, 995],
                                                                [1100, 1110, 1090, 1105, 1095]))
     assert tuned.verdict == Verdict.BETTER
 
 
-def test_a_zero_baseline_has_no_change_percent_but_still_a_verdict():
+def test_figures_that_are_zero_are_compared_as_differences():
     sweep = {"a": [run(1, 1, error_rate=0.0)] * 3,
-             "b": [run(1, 1, error_rate=0.1), run(1, 1, error_rate=0.2), run(1, 1, error_rate=0.15)]}
-    errors = next(r for r in stats.compare_cells(sweep, "a") if r.metric.key == "error_rate")
-    contender = cells(errors)["b"]
-    assert contender.change_percent is None and contender.verdict == Verdict.WORSE
+             "b": [run(1, 1, error_rate=0.1), run(1, 1, error_rate=0.12), run(1, 1, error_rate=0.11)],
+             "c": [run(1, 1, error_rate=0.0)] * 3}
+    errors = cells(next(r for r in stats.compare_cells(sweep, "a") if r.metric.key == "error_rate"))
+    assert errors["b"].change_percent is None and errors["b"].verdict == Verdict.WORSE
+    assert errors["c"].verdict == Verdict.EQUIVALENT  # no errors on either side
+
+
+def test_primary_questions_are_corrected_by_holm_and_the_rest_by_benjamini_hochberg():
+    rows = stats.compare_cells(SWEEP, "default", primary=PRIMARY)
+    assert [r.family for r in rows] == [stats.Family.PRIMARY, stats.Family.EXPLORATORY, stats.Family.EXPLORATORY]
+    primary = [c for c in rows[0].cells if c.p_value is not None]
+    exploratory = [c for r in rows[1:] for c in r.cells if c.p_value is not None]
+    assert [c.p_adjusted for c in primary] == pytest.approx(stats.adjust([c.p_value for c in primary],
+                                                                         stats.Family.PRIMARY))
+    assert [c.p_adjusted for c in exploratory] == pytest.approx(stats.adjust([c.p_value for c in exploratory],
+                                                                             stats.Family.EXPLORATORY))
+    assert all(c.p_adjusted >= c.p_value for c in primary + exploratory)
+    # The interval is taken at the adjusted level: never narrower than the raw one.
+    assert all(c.low_percent <= c.raw_low_percent and c.high_percent >= c.raw_high_percent for c in primary)
+    assert stats.corrections(rows) == {"primary": {"correction": "Holm", "comparisons": 2},
+                                       "exploratory": {"correction": "Benjamini-Hochberg", "comparisons": 3}}
 
 
 def test_an_unknown_baseline_is_an_error():
@@ -219,19 +292,99 @@ def test_an_unknown_baseline_is_an_error():
 
 
 def test_wire_form_is_compact_camel_case_json():
-    wire = stats.to_wire(stats.compare_cells(SWEEP, "default"))
+    wire = stats.to_wire(stats.compare_cells(SWEEP, "default", primary=PRIMARY))
     json.dumps(wire, allow_nan=False)
     assert not any(v is None for row in wire for v in [*row.values(), *(x for c in row["cells"] for x in c.values())])
     throughput = wire[0]
-    assert {k: throughput[k] for k in ("section", "subject", "metric", "unit", "higherIsBetter")} == {
-        "section": "task", "subject": "bulk", "metric": "throughput.median", "unit": "docs/s", "higherIsBetter": True}
+    assert {k: throughput[k] for k in ("section", "subject", "metric", "unit", "higherIsBetter", "family")} == {
+        "section": "task", "subject": "bulk", "metric": "throughput.median", "unit": "docs/s", "higherIsBetter": True,
+        "family": "primary"}
     baseline, contender = throughput["cells"][0], throughput["cells"][1]
     # ci: 1000 ± t(0.975, 4) 2.776445 (t table) * sqrt(62.5) / sqrt(5), to six significant digits
     assert baseline == {"cell": "default", "n": 5, "median": 1000.0, "mean": 1000.0, "stdDev": 7.90569,
-                        "cvPercent": 0.7906, "ciLow": 990.184, "ciHigh": 1009.82,
-                        "significant": False, "noisy": False, "verdict": "Baseline"}
-    assert set(contender) == set(baseline) | {"changePercent", "pValue"}
-    assert contender["pValue"] == float(f"{contender['pValue']:.4g}") and contender["verdict"] == "Worse"
-    assert throughput["cells"][3] == {"cell": "pending", "n": 1, "median": 1200.0, "mean": 1200.0,
-                                      "changePercent": 20.0, "significant": False, "noisy": False,
-                                      "verdict": "InsufficientData"}
+                        "cvPercent": 0.7906, "ciLow": 990.184, "ciHigh": 1009.82, "noisy": False, "verdict": "Baseline"}
+    assert set(contender) == set(baseline) | {"changePercent", "changeLowPercent", "changeHighPercent",
+                                              "rawChangeLowPercent", "rawChangeHighPercent", "pValue", "pAdjusted",
+                                              "detectablePercent"}
+    assert contender["verdict"] == "Worse"
+    assert throughput["cells"][3]["verdict"] == "InsufficientData" and "pValue" not in throughput["cells"][3]
+
+
+# --- calibration by simulation -----------------------------------------------------------------
+# Runs are log-normal around their cell's true figure (benchmark noise is multiplicative). Each
+# test states a rate and checks it within three Monte Carlo standard errors.
+
+
+@pytest.fixture
+def quick_gc():
+    # statsmodels' Holm runs gc.collect() on every call, whose cost follows the heap: freeze what
+    # the session has built so that thousands of simulated sweeps take seconds, not minutes.
+    gc.freeze()
+    yield
+    gc.unfreeze()
+
+
+def simulated_sweep(generator: random.Random, effects: dict[str, float], cv: float, runs: int,
+                    tasks: int) -> dict[str, list[models.Results]]:
+    sigma = math.sqrt(math.log1p(cv ** 2))  # the log-normal whose CV is cv
+    def one_run(effect: float) -> models.Results:
+        return models.Results(tasks=[
+            models.TaskResult(task=f"t{task}", throughput=models.Throughput(
+                median=1000 * (1 + effect) * math.exp(generator.gauss(-sigma ** 2 / 2, sigma)), unit="docs/s"))
+            for task in range(tasks)])
+    return {cell: [one_run(effect) for _ in range(runs)] for cell, effect in effects.items()}
+
+
+def monte_carlo_bound(rate: float, trials: int) -> float:
+    return 3 * math.sqrt(rate * (1 - rate) / trials)
+
+
+@pytest.mark.parametrize("test", list(stats.Test))
+def test_a_a_sweeps_keep_any_false_primary_verdict_at_the_stated_rate(quick_gc, test):
+    """Three contenders identical to the baseline, four primary questions each: twelve comparisons.
+    Uncorrected, about a third of such sweeps would claim a difference somewhere."""
+    generator, sweeps, alpha = random.Random(11), 600, 0.05
+    cvs = (0.02, 0.05, 0.1, 0.2)
+    primary = [(f"t{task}", "throughput.median") for task in range(4)]
+    false_sweeps = 0
+    for number in range(sweeps):
+        samples = simulated_sweep(generator, {"c0": 0, "c1": 0, "c2": 0, "c3": 0}, cvs[number % 4], 5, 4)
+        rows = stats.compare_cells(samples, "c0", models.Statistics(test=test), primary)
+        false_sweeps += any(c.verdict in (Verdict.BETTER, Verdict.WORSE) for r in rows for c in r.cells)
+        for contender in (c for r in rows for c in r.cells if c.p_value is not None):
+            # The interval shown is at the adjusted level: it never contradicts the verdict.
+            low, high = contender.low_percent, contender.high_percent  # None: unbounded
+            excludes_no_change = (low is not None and low > 0) or (high is not None and high < 0)
+            assert excludes_no_change == (contender.verdict in (Verdict.BETTER, Verdict.WORSE))
+    assert false_sweeps / sweeps <= alpha + monte_carlo_bound(alpha, sweeps)
+
+
+def test_a_ten_percent_effect_at_five_percent_cv_is_found_with_the_stated_power(quick_gc):
+    cv, effect, alpha = 0.05, 0.10, 0.05
+    sigma = math.sqrt(math.log1p(cv ** 2))
+    runs = stats.runs_needed(spread=sigma, estimate=math.log1p(effect), margin=None, alpha=alpha)
+    assert 3 <= runs <= 8
+    generator, sweeps = random.Random(5), 500
+    found = 0
+    for _ in range(sweeps):
+        samples = simulated_sweep(generator, {"c0": 0, "c1": effect}, cv, runs, 1)
+        [row] = stats.compare_cells(samples, "c0", primary=[("t0", "throughput.median")])
+        found += row.cells[1].verdict == Verdict.BETTER
+    assert found / sweeps >= stats.POWER - monte_carlo_bound(stats.POWER, sweeps)
+
+
+@pytest.mark.parametrize("test, cv", [(WELCH, 0.05), (WELCH, 0.2), (MANN_WHITNEY, 0.1)])
+def test_intervals_cover_the_true_effect_at_their_nominal_rate(test, cv):
+    generator, trials, effect = random.Random(7), 1500, 0.15
+    sigma = math.sqrt(math.log1p(cv ** 2))
+    covered = 0
+    for _ in range(trials):
+        baseline = [math.exp(generator.gauss(0, sigma)) for _ in range(5)]
+        contender = [math.exp(math.log1p(effect) + generator.gauss(0, sigma)) for _ in range(5)]
+        shift = stats.SHIFTS[test]([math.log(v) for v in baseline], [math.log(v) for v in contender])
+        low, high = shift.interval(0.05)
+        covered += low <= math.log1p(effect) <= high
+    # The rank test's interval has only a few levels to choose from at n = 5: it may cover more.
+    assert covered / trials >= 0.95 - monte_carlo_bound(0.95, trials)
+    if test == WELCH:
+        assert covered / trials <= 0.95 + monte_carlo_bound(0.95, trials)

@@ -162,10 +162,11 @@ def results(*throughputs: float) -> list[models.Results]:
 
 
 BASELINE = results(1000, 1010, 990, 1005, 995)
+GATED = [("bulk", "throughput.median")]
 ROWS_20_PERCENT_WORSE = stats.compare_cells({"c0": BASELINE, "c1": results(800, 808, 792, 804, 796)}, "c0",
-                                            stats.Test.WELCH_T)
+                                            primary=GATED)
 ROWS_UNCHANGED = stats.compare_cells({"c0": BASELINE, "c1": results(1000, 1012, 988, 1003, 997)}, "c0",
-                                     stats.Test.WELCH_T)
+                                     primary=GATED)
 
 
 def gate(max_regression: float, task: str = "bulk", cells: list[str] | None = None) -> models.Gate:
@@ -175,7 +176,7 @@ def gate(max_regression: float, task: str = "bulk", cells: list[str] | None = No
 def test_the_fixture_rows_say_what_their_names_say():
     assert [(c.cell, c.verdict) for c in ROWS_20_PERCENT_WORSE[0].cells] == [
         ("c0", stats.Verdict.BASELINE), ("c1", stats.Verdict.WORSE)]
-    assert ROWS_UNCHANGED[0].cells[1].verdict == stats.Verdict.NO_SIGNIFICANT_CHANGE
+    assert ROWS_UNCHANGED[0].cells[1].verdict == stats.Verdict.EQUIVALENT
 
 
 @pytest.mark.parametrize("rows, max_regression", [(ROWS_UNCHANGED, 0), (ROWS_20_PERCENT_WORSE, 25)])
@@ -293,7 +294,7 @@ def cpu_results(*percents: float) -> list[models.Results]:
 
 def test_a_gate_on_the_node_cpu_of_one_task_fails_when_that_task_costs_more_cpu():
     rows = stats.compare_cells({"c0": cpu_results(20, 21, 19, 20.5, 19.5), "c1": cpu_results(80, 81, 79, 80.5, 79.5)},
-                               "c0", stats.Test.WELCH_T)
+                               "c0", primary=[("range-1950s", "process_cpu.percent")])
     gate = models.Gate(task="range-1950s", metric="process_cpu.percent", max_regression_percent=50)
     [verdict] = sweepstate.gate_results([gate], rows, "c0", complete=True)
-    assert verdict["result"] == "Failed" and "c1 +300.0%" in verdict["message"]
+    assert verdict["result"] == "Failed" and "c1 +300.2% (interval +281.3% to +320.1%" in verdict["message"]

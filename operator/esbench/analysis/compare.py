@@ -5,9 +5,11 @@ Pure: Experiment documents (as `kubectl get esx NAME -o json` returns them, or a
 (Markdown, CSV, JSON). Reading documents from files or the API server is in cli/sources.py; the
 terminal table is drawn in cli/commands.py.
 
-Every figure is Rally's (or the node sampler's) unchanged; a difference is marked better or
-worse by the metric's direction: throughput higher is better; latency, service time, times,
-sizes, segment counts, error rates, CPU and I/O lower is better.
+Every figure is Rally's (or the node sampler's) unchanged. A difference between two runs is
+shown as a difference, never as better or worse: one run per side cannot tell an effect from
+noise (a sweep's repetitions can: analysis.stats). Each metric's direction (throughput higher is
+better; latency, service time, times, sizes, segment counts, error rates, CPU and I/O lower is
+better) goes with it in CSV and JSON.
 """
 
 from __future__ import annotations
@@ -210,31 +212,20 @@ def unique_labels(entries: list[Entry]) -> list[Entry]:
 # --- the comparison ------------------------------------------------------------------------
 
 
-class Verdict(str, Enum):
-    BETTER = "better"
-    WORSE = "worse"
-    SAME = "same"
-
-
 @dataclass(frozen=True)
 class Difference:
+    """A contender's figure minus the baseline's. Between single runs that is all it is: which
+    differences are more than noise takes repeated runs (analysis.stats)."""
+
     absolute: float
     percent: float | None  # None when the baseline is 0
-    verdict: Verdict
 
 
-def difference(baseline: float | None, contender: float | None, direction: Direction) -> Difference | None:
+def difference(baseline: float | None, contender: float | None) -> Difference | None:
     if baseline is None or contender is None:
         return None
     absolute = contender - baseline
-    percent = absolute / abs(baseline) * 100 if baseline else None
-    if absolute == 0:
-        verdict = Verdict.SAME
-    elif (absolute > 0) == (direction == Direction.HIGHER_IS_BETTER):
-        verdict = Verdict.BETTER
-    else:
-        verdict = Verdict.WORSE
-    return Difference(absolute, percent, verdict)
+    return Difference(absolute, absolute / abs(baseline) * 100 if baseline else None)
 
 
 @dataclass(frozen=True)
@@ -348,7 +339,7 @@ def compare(entries: list[Entry]) -> Comparison:
             metric=sample.metric,
             unit=next((m.unit for m in found if m is not None and m.unit), None),
             values=values,
-            differences=[difference(values[0], v, sample.metric.direction) for v in values[1:]],
+            differences=[difference(values[0], v) for v in values[1:]],
         ))
     return Comparison(labels=[e.label for e in entries], rows=rows, warnings=warnings)
 
@@ -389,12 +380,12 @@ def unit_label(unit: str | None) -> str:
 def format_difference(d: Difference | None, unit: str | None, with_unit: bool = True) -> str:
     if d is None:
         return "–"
-    if d.verdict == Verdict.SAME:
-        return "same"
+    if d.absolute == 0:
+        return "0"
     sign = "+" if d.absolute > 0 else "-"
     magnitude = format_value(abs(d.absolute), unit, with_unit)
-    percent = f" ({sign}{abs(d.percent):.1f}%)" if d.percent is not None else ""
-    return f"{sign}{magnitude}{percent} {d.verdict.value}"
+    percent = f" ({sign}{abs(d.percent):.1f} %)" if d.percent is not None else ""
+    return f"{sign}{magnitude}{percent}"
 
 
 def subject_label(row: Row) -> str:
@@ -435,13 +426,8 @@ def _md_escape(text: str) -> str:
 def to_markdown(comparison: Comparison) -> str:
     header = table_header(comparison)
     lines = ["| " + " | ".join(map(_md_escape, header)) + " |", "|---|---|---|" + "---:|" * (len(header) - 3)]
-    for row, cells in table_rows(comparison):
-        marked = list(cells)
-        for index, d in enumerate(row.differences):
-            if d is not None and d.verdict != Verdict.SAME:
-                position = 5 + 2 * index
-                marked[position] = f"**{cells[position]}**" if d.verdict == Verdict.BETTER else f"_{cells[position]}_"
-        lines.append("| " + " | ".join(map(_md_escape, marked)) + " |")
+    for _, cells in table_rows(comparison):
+        lines.append("| " + " | ".join(map(_md_escape, cells)) + " |")
     text = "\n".join(lines) + "\n"
     if comparison.warnings:
         text += "\n" + "\n".join(f"> warning: {w}" for w in comparison.warnings) + "\n"
@@ -449,7 +435,7 @@ def to_markdown(comparison: Comparison) -> str:
 
 
 CSV_COLUMNS = ["section", "subject", "metric", "unit", "direction", "experiment", "value", "baseline",
-               "baseline_value", "difference", "difference_percent", "verdict"]
+               "baseline_value", "difference", "difference_percent"]
 
 
 def to_csv(comparison: Comparison) -> str:
@@ -463,7 +449,7 @@ def to_csv(comparison: Comparison) -> str:
             writer.writerow([
                 row.section.value, row.subject, row.metric.key, row.unit or "", row.metric.direction.value,
                 label, _raw(value), comparison.baseline, _raw(row.values[0]),
-                _raw(d.absolute if d else None), _raw(d.percent if d else None), d.verdict.value if d else "",
+                _raw(d.absolute if d else None), _raw(d.percent if d else None),
             ])
     return out.getvalue()
 
@@ -488,7 +474,7 @@ def to_dict(comparison: Comparison) -> dict[str, Any]:
                 "values": dict(zip(comparison.labels, row.values, strict=True)),
                 "differences": {
                     label: None if d is None else
-                    {"absolute": d.absolute, "percent": d.percent, "verdict": d.verdict.value}
+                    {"absolute": d.absolute, "percent": d.percent}
                     for label, d in zip(comparison.contenders, row.differences, strict=True)
                 },
             }

@@ -6,7 +6,8 @@ Seed questions are often asked inside one race: the same paginated search with t
 cluster, the data and the moment, so comparing them with each other is the cleanest contrast
 there is. Each task of a contrast is treated as a cell of stats.compare_cells, with the tasks'
 figures as its samples: one race gives the change only (its verdict says InsufficientData);
-the repetitions of a sweep's cell give the spread, the significance test and the verdict.
+the repetitions of a sweep's cell give the interval and the verdict. A contrast's rows are
+exploratory comparisons, corrected together (Benjamini-Hochberg).
 
 Pure: Results in, stats.Rows out, and their wire form for a status.
 """
@@ -39,8 +40,7 @@ def compare_tasks(runs: Sequence[models.Results], contrast: models.Contrast,
     statistics = statistics or models.Statistics()
     cells = {task: _as_cell(runs, task, contrast.name) for task in (contrast.baseline, *contrast.variants)}
     wanted = contrast.metrics or DEFAULT_METRICS
-    rows = stats.compare_cells(cells, contrast.baseline, statistics.test, statistics.confidence,
-                               statistics.noise_threshold_percent)
+    rows = stats.compare_cells(cells, contrast.baseline, statistics)
     return sorted((r for r in rows if r.metric.key in wanted), key=lambda r: wanted.index(r.metric.key))
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from esbench.analysis import charts, compare
-from esbench.analysis.compare import Comparison, Entry, Verdict
+from esbench.analysis.compare import Comparison, Entry
 
 try:
     esbench_version = version("esbench")
@@ -134,7 +134,6 @@ th, td { border: 1px solid #d0d7de; padding: 0.25rem 0.5rem; vertical-align: top
 th { background: #f6f8fa; text-align: left; }
 td.num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
 tr.section td { border-top: 2px solid #8c959f; }
-.better { color: #1a7f37; font-weight: 600; } .worse { color: #cf222e; font-weight: 600; }
 .warning { background: #fff8c5; border: 1px solid #d4a72c; padding: 0.5rem; margin: 0.5rem 0; }
 .meta { color: #59636e; font-size: 0.85rem; }
 figure { margin: 1rem 0; } figure img { max-width: 100%; }
@@ -171,10 +170,9 @@ def _results_html(comparison: Comparison) -> str:
         css = ' class="section"' if previous is not None and group != previous else ""
         previous = group
         html_cells = [f"<td>{_e(c)}</td>" for c in cells[:3]] + [f'<td class="num">{_e(cells[3])}</td>']
-        for index, d in enumerate(row.differences):
-            verdict = f" {d.verdict.value}" if d and d.verdict != Verdict.SAME else ""
+        for index in range(len(row.differences)):
             html_cells.append(f'<td class="num">{_e(cells[4 + 2 * index])}</td>')
-            html_cells.append(f'<td class="num{verdict}">{_e(cells[5 + 2 * index])}</td>')
+            html_cells.append(f'<td class="num">{_e(cells[5 + 2 * index])}</td>')
         rows.append(f"<tr{css}>{''.join(html_cells)}</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
@@ -187,7 +185,8 @@ def _chart_html(chart: RenderedChart) -> str:
 
 def to_html(report: Report) -> str:
     warnings = "".join(f'<p class="warning">{_e(w)}</p>' for w in report.comparison.warnings)
-    legend = ("Differences are against the baseline (the first Experiment); "
+    legend = ("Differences are against the baseline (the first Experiment), run against run: a difference, "
+              "not a verdict (that takes repeated runs: an ExperimentSweep); "
               "throughput: higher is better; latency, service time, times, sizes, segment counts, "
               "error rate and CPU: lower is better.")
     chart_html = "".join(_chart_html(c) for c in report.charts) or "<p>No figures to chart.</p>"
@@ -245,7 +244,7 @@ def write_markdown(report: Report, path: Path) -> list[Path]:
         f"Generated {report.generated} by esbench {esbench_version} from {len(report.entries)} Experiment(s).\n\n"
         + (warnings + "\n" if warnings else "")
         + "## Configurations\n\n" + _configuration_markdown(report)
-        + "\n## Results\n\nDifferences are against the baseline (the first Experiment): **better**, _worse_.\n\n"
+        + "\n## Results\n\nDifferences are against the baseline (the first Experiment), run against run: whether one is more than noise takes repeated runs (an ExperimentSweep).\n\n"
         + compare.to_markdown(compare.Comparison(report.comparison.labels, report.comparison.rows, []))
         + "\n## Charts\n\n" + "\n\n".join(images) + "\n"
     )

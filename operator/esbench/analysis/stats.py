@@ -1,23 +1,32 @@
-"""Statistics over repeated runs: is a difference between two cells of a sweep real?
+"""Statistics over repeated runs: how large is the difference between two cells of a sweep, how
+sure can one be of it, and is it a difference at all?
 
-One race per configuration tells you little: run-to-run variation on shared hardware is
-often as large as the effect being looked for. An ExperimentSweep therefore runs each cell
-(one configuration) n times, and this module turns the runs into figures a performance
-engineer can defend: per metric and cell the spread (sample standard deviation, coefficient
-of variation, the t confidence interval of the mean), the change against the baseline cell,
-and a two-sided significance test, from which a verdict follows.
+One race per configuration tells you little: run-to-run variation on shared hardware is often as
+large as the effect being looked for. An ExperimentSweep therefore runs each cell n times, and
+this module turns the runs into what a reviewer of performance claims asks for:
 
-Two tests, because benchmark figures come in two kinds:
-- Welch's t-test compares means without assuming equal variances (a configuration change
-  often changes the spread too). Suited to throughput and sizes, whose runs scatter roughly
-  symmetrically.
-- Mann-Whitney U compares distributions by ranks, so one slow outlier run does not decide the
-  outcome; suited to latency percentiles. Its change is reported on medians to match.
-
-A verdict is only Better or Worse when the test says the difference is significant; with fewer
-than two runs on either side there is no test and the verdict says so. A cell whose
-coefficient of variation exceeds the noise threshold is flagged: its verdict stands, but it
-deserves more runs or a quieter machine.
+- **An effect with its interval.** For every (cell, task, metric): the change against the
+  baseline in %, with a confidence interval. Benchmark noise is multiplicative (a slower run is
+  slower by a factor), so the comparison is made on the logarithms of positive figures and the
+  effect is a ratio: WelchT gives the ratio of geometric means with Welch's t interval (calibrated
+  at the small n of a sweep, where a bootstrap interval is too narrow); MannWhitneyU gives the
+  Hodges-Lehmann ratio with the distribution-free interval that inverts the Mann-Whitney test
+  (robust to one outlying run). A figure that is zero or negative in some run (an error rate, a
+  count) is compared on its own scale: the difference of the two, as % of the baseline's mean.
+- **Many comparisons, corrected.** A sweep compares each contender on every task and metric:
+  a hundred comparisons of identical cells would give several "differences" by chance. The
+  sweep's primary questions (statistics.primary and its gates) form one family corrected by
+  Holm (the chance of any false verdict stays at 1 - confidence); every other comparison is
+  exploratory, corrected by Benjamini-Hochberg (the expected share of false verdicts among the
+  verdicts stays at 1 - confidence). Raw and adjusted p-values are both kept. The interval shown
+  is taken at the adjusted level (alpha * p / adjusted p), so that it excludes no change exactly
+  when the adjusted p-value is below alpha: the interval and the verdict never disagree.
+- **Three answers, not two.** Better or Worse when the interval excludes no change; Equivalent
+  when it lies within +-noiseThresholdPercent (evidence of no meaningful change); Inconclusive
+  otherwise, with the runs per cell that would likely settle it. With fewer than two runs on a
+  side there is no interval: the change is a difference between single runs (InsufficientData).
+- **What the sweep could see.** Per cell the spread (CV) and the smallest effect the comparison
+  could have found with 80 % power at its number of runs.
 
 Pure: models.Results in (via compare.measurements, so the metrics and their directions are the
 same as in `esbench compare`), Rows out, and their wire form for a Kubernetes status.
@@ -25,10 +34,12 @@ same as in `esbench compare`), Rows out, and their wire form for a Kubernetes st
 
 from __future__ import annotations
 
+import bisect
+import functools
 import math
 import statistics
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any
 
@@ -36,9 +47,9 @@ from esbench.analysis import compare
 from esbench.analysis.compare import Direction, Metric, Section
 from esbench.api import models
 
-# The sweep's choice (models.Statistics.test): Welch compares means, Mann-Whitney distributions.
 Test = models.SignificanceTest
-
+POWER = 0.8  # of the smallest detectable effect, as is usual in planning experiments
+MAX_RUNS_ESTIMATE = 1000  # beyond this, "more runs" is not the answer: a quieter machine is
 
 
 def _scipy_stats():
@@ -47,12 +58,23 @@ def _scipy_stats():
 
     return stats
 
+
 class Verdict(str, Enum):
     BETTER = "Better"
     WORSE = "Worse"
-    NO_SIGNIFICANT_CHANGE = "NoSignificantChange"
-    INSUFFICIENT_DATA = "InsufficientData"
+    EQUIVALENT = "Equivalent"  # the interval lies within the noise threshold
+    INCONCLUSIVE = "Inconclusive"  # neither: more runs needed
+    INSUFFICIENT_DATA = "InsufficientData"  # fewer than two runs on a side: a difference, no verdict
     BASELINE = "Baseline"
+
+
+class Family(str, Enum):
+    PRIMARY = "primary"
+    EXPLORATORY = "exploratory"
+
+
+# statsmodels' method names, and the names a report shows.
+CORRECTIONS = {Family.PRIMARY: ("holm", "Holm"), Family.EXPLORATORY: ("fdr_bh", "Benjamini-Hochberg")}
 
 
 # --- one cell ------------------------------------------------------------------------------
@@ -92,32 +114,136 @@ def summarize(values: Sequence[float], confidence: float = 0.95) -> Summary:
     return Summary(n, median, mean, std_dev, cv_percent, mean - half_width, mean + half_width)
 
 
-# --- two cells -----------------------------------------------------------------------------
+# --- two cells: a shift, its p-value and its interval at any level ---------------------------
 
 
-def p_value(baseline: Sequence[float], contender: Sequence[float], test: Test) -> float | None:
-    """Two-sided p-value of `test`; None (never nan) when either side has fewer than two
-    values or the test is undefined for the data."""
-    if len(baseline) < 2 or len(contender) < 2:
+@dataclass(frozen=True)
+class Shift:
+    """The contender's values minus the baseline's, on the scale they are compared on."""
+
+    estimate: float
+    p_value: float
+    interval: Callable[[float], tuple[float, float]]  # alpha -> (low, high); +-inf: unbounded
+    spread: float  # the values' standard deviation, pooled: for planning runs
+
+
+def welch(baseline: Sequence[float], contender: Sequence[float]) -> Shift:
+    """Difference of means, Welch's two-sided t-test and its interval (n >= 2 on each side)."""
+    nb, nc = len(baseline), len(contender)
+    vb, vc = statistics.variance(baseline) / nb, statistics.variance(contender) / nc
+    estimate = statistics.fmean(contender) - statistics.fmean(baseline)
+    spread = math.sqrt((statistics.variance(baseline) + statistics.variance(contender)) / 2)
+    se = math.sqrt(vb + vc)
+    if se == 0:
+        # Neither side varies: the difference is exact (a count that is always the same).
+        return Shift(estimate, 0.0 if estimate else 1.0, lambda alpha: (estimate, estimate), 0.0)
+    df = (vb + vc) ** 2 / (vb ** 2 / (nb - 1) + vc ** 2 / (nc - 1))
+    t = _scipy_stats().t
+    p = float(2 * t.sf(abs(estimate) / se, df))
+
+    def interval(alpha: float) -> tuple[float, float]:
+        half = float(t.ppf(1 - alpha / 2, df)) * se
+        return estimate - half, estimate + half
+
+    return Shift(estimate, p, interval, spread)
+
+
+@functools.lru_cache(maxsize=4096)
+def _rank_test_p(above: int, n_baseline: int, n_contender: int) -> float:
+    """The two-sided Mann-Whitney p-value when `above` of the n_baseline * n_contender pairs have
+    the contender's run above the baseline's (no ties), from scipy on runs that realise it."""
+    baseline = list(range(n_baseline))
+    contender, left = [], above
+    for number in range(n_contender):
+        below = min(n_baseline, left)  # this contender run sits above `below` baseline runs
+        contender.append(below - 1 + (number + 1) / (n_contender + 1))  # between two, and no ties
+        left -= below
+    return float(_scipy_stats().mannwhitneyu(contender, baseline, alternative="two-sided").pvalue)
+
+
+def mann_whitney(baseline: Sequence[float], contender: Sequence[float]) -> Shift:
+    """Hodges-Lehmann shift (the median of all pairwise differences), the two-sided Mann-Whitney
+    p-value, and the interval of shifts the test does not reject (n >= 2 on each side)."""
+    differences = sorted(c - b for b in baseline for c in contender)
+    pairs = len(differences)
+    estimate = float(statistics.median(differences))
+    p = float(_scipy_stats().mannwhitneyu(contender, baseline, alternative="two-sided").pvalue)
+    spread = math.sqrt((statistics.variance(baseline) + statistics.variance(contender)) / 2)
+
+    def interval(alpha: float) -> tuple[float, float]:
+        # A shift between the i-th and the (i+1)-th smallest difference leaves pairs - i pairs with
+        # the contender above: the test accepts it when that count is not extreme. The accepted
+        # shifts lie around the middle, symmetric in rank: [D(i), D(pairs + 1 - i)] (Moses).
+        def accepted(i: int) -> bool:
+            return _rank_test_p(pairs - i, len(baseline), len(contender)) >= alpha
+
+        lowest = bisect.bisect_left(range(pairs // 2 + 1), True, key=accepted)
+        if lowest > pairs // 2:
+            return estimate, estimate
+        low = -math.inf if lowest == 0 else differences[lowest - 1]
+        high = math.inf if lowest == 0 else differences[pairs - lowest]
+        return low, high
+
+    return Shift(estimate, p, interval, spread)
+
+
+SHIFTS = {Test.WELCH_T: welch, Test.MANN_WHITNEY_U: mann_whitney}
+
+
+@dataclass(frozen=True)
+class Scale:
+    """Where two cells are compared: logarithms of positive figures (the shift is a log ratio), or
+    the figures themselves (the shift is a difference, in % of the baseline's mean)."""
+
+    values: Callable[[Sequence[float]], list[float]]
+    percent: Callable[[float], float | None]  # a shift on this scale, in % of the baseline
+    from_percent: Callable[[float], float | None]
+
+
+def scale(baseline: Sequence[float], contender: Sequence[float]) -> Scale:
+    if all(v > 0 for v in (*baseline, *contender)):
+        return Scale(lambda vs: [math.log(v) for v in vs], lambda s: math.expm1(s) * 100,
+                     lambda p: math.log1p(p / 100) if p > -100 else None)
+    reference = abs(statistics.fmean(baseline))
+    if not reference:
+        return Scale(list, lambda s: None, lambda p: None)
+    return Scale(list, lambda s: s / reference * 100, lambda p: p / 100 * reference)
+
+
+def _percent(scale_: Scale, shift: float) -> float | None:
+    if math.isinf(shift):
+        return None  # unbounded
+    return scale_.percent(shift)
+
+
+def detectable_shift(spread: float, n_baseline, n_contender, alpha: float):
+    """The smallest shift a two-sided t test at alpha finds with POWER at these numbers of runs
+    (numbers, or numpy arrays of them)."""
+    t = _scipy_stats().t
+    df = n_baseline + n_contender - 2
+    return (t.ppf(1 - alpha / 2, df) + t.ppf(POWER, df)) * spread * (1 / n_baseline + 1 / n_contender) ** 0.5
+
+
+def runs_needed(spread: float, estimate: float, margin: float | None, alpha: float) -> int | None:
+    """Runs per cell with which the comparison would, with POWER, either exclude no change or fit
+    within the margin, if the spread and the shift stay as they are now."""
+    goal = max(abs(estimate), (margin - abs(estimate)) if margin is not None else 0)
+    if spread == 0 or goal <= 0:
         return None
-    if test == Test.WELCH_T:
-        a, b = summarize(baseline), summarize(contender)
-        if a.std_dev == 0 and b.std_dev == 0:
-            # No variance estimate at all: t is 0/0 or ±inf and Welch's degrees of freedom are
-            # undefined, so a p-value (scipy says nan or 0) would claim what the data cannot.
-            return None
-        # From the exact stdlib summaries: the same test as ttest_ind(equal_var=False), without
-        # scipy's precision-loss warning for (nearly) constant samples.
-        result = _scipy_stats().ttest_ind_from_stats(
-            a.mean, a.std_dev, a.n, b.mean, b.std_dev, b.n, equal_var=False
-        )
-    elif test == Test.MANN_WHITNEY_U:
-        # method "auto": exact for small samples without ties, normal approximation otherwise.
-        result = _scipy_stats().mannwhitneyu(baseline, contender, alternative="two-sided")
-    else:
-        raise ValueError(f"unknown test {test!r}")
-    p = float(result.pvalue)
-    return p if math.isfinite(p) else None
+    import numpy  # with scipy
+
+    runs = numpy.arange(2, MAX_RUNS_ESTIMATE + 1)
+    enough = numpy.flatnonzero(detectable_shift(spread, runs, runs, alpha) <= goal)
+    return int(runs[enough[0]]) if enough.size else None
+
+
+def adjust(p_values: Sequence[float], family: Family) -> list[float]:
+    """The family's p-values corrected for their number (Holm or Benjamini-Hochberg)."""
+    if not p_values:
+        return []
+    from statsmodels.stats.multitest import multipletests  # with scipy: loaded by the first sweep
+
+    return [float(p) for p in multipletests(list(p_values), method=CORRECTIONS[family][0])[1]]
 
 
 # --- the table -----------------------------------------------------------------------------
@@ -127,11 +253,17 @@ def p_value(baseline: Sequence[float], contender: Sequence[float], test: Test) -
 class CellStats:
     cell: str
     summary: Summary
-    change_percent: float | None  # vs the baseline's mean (WelchT) or median (MannWhitneyU)
-    p_value: float | None
-    significant: bool
+    change_percent: float | None  # the effect against the baseline (ratio - 1, or difference / mean)
     noisy: bool
     verdict: Verdict
+    low_percent: float | None = None  # the effect's interval at the adjusted level; None: unbounded
+    high_percent: float | None = None
+    raw_low_percent: float | None = None  # ... and at the sweep's confidence, uncorrected
+    raw_high_percent: float | None = None
+    p_value: float | None = None
+    p_adjusted: float | None = None
+    runs_needed: int | None = None  # per cell, to settle an Inconclusive comparison
+    detectable_percent: float | None = None  # smallest effect found with POWER at this n
 
 
 @dataclass(frozen=True)
@@ -141,65 +273,77 @@ class Row:
     metric: Metric
     unit: str | None
     cells: list[CellStats]  # in the order of the samples; a cell without values is left out
+    family: Family = Family.EXPLORATORY
 
 
-def _statistic(summary: Summary, test: Test) -> float:
-    return summary.median if test == Test.MANN_WHITNEY_U else summary.mean
+@dataclass(frozen=True)
+class _Pending:
+    """A contender's comparison before its family's correction."""
+
+    row: int
+    position: int
+    shift: Shift
+    scale: Scale
+    n_baseline: int
+    n_contender: int
 
 
-def _verdict(direction: Direction, difference: float) -> Verdict:
-    if difference == 0:
-        return Verdict.NO_SIGNIFICANT_CHANGE
-    if (difference > 0) == (direction == Direction.HIGHER_IS_BETTER):
-        return Verdict.BETTER
-    return Verdict.WORSE
+def _direction_verdict(direction: Direction, shift: float) -> Verdict:
+    return Verdict.BETTER if (shift > 0) == (direction == Direction.HIGHER_IS_BETTER) else Verdict.WORSE
 
 
 def _is_noisy(summary: Summary | None, threshold: float) -> bool:
     return summary is not None and summary.cv_percent is not None and summary.cv_percent > threshold
 
 
-def _contender(
-    cell: str, values: list[float], baseline_values: list[float] | None, baseline: Summary | None,
-    metric: Metric, test: Test, confidence: float, noise_threshold_percent: float,
-) -> CellStats:
-    summary = summarize(values, confidence)
-    change = p = None
-    verdict = Verdict.INSUFFICIENT_DATA
-    significant = False
-    if baseline is not None and baseline_values is not None:
-        reference = _statistic(baseline, test)
-        difference = _statistic(summary, test) - reference
-        change = difference / abs(reference) * 100 if reference else None
-        p = p_value(baseline_values, values, test)
-        if p is not None:
-            significant = p < round(1 - confidence, 12)  # round: 1 - 0.95 is 0.050000000000000044
-            if not significant:
-                verdict = Verdict.NO_SIGNIFICANT_CHANGE
-            else:
-                # Mann-Whitney can find a shift with equal medians; the means then say which way.
-                verdict = _verdict(metric.direction, difference or summary.mean - baseline.mean)
-    noisy = _is_noisy(summary, noise_threshold_percent) or _is_noisy(baseline, noise_threshold_percent)
-    return CellStats(cell, summary, change, p, significant, noisy, verdict)
+def _settle(cell: CellStats, pending: _Pending, p_adjusted: float, direction: Direction,
+            statistics_: models.Statistics) -> CellStats:
+    """The contender's interval at its adjusted level, and its verdict."""
+    alpha = round(1 - statistics_.confidence, 12)  # round: 1 - 0.95 is 0.050000000000000044
+    # The level at which the interval excludes no change exactly when the adjusted p is below alpha.
+    level = alpha * pending.shift.p_value / p_adjusted if p_adjusted > 0 else alpha
+    low, high = pending.shift.interval(level)
+    raw_low, raw_high = pending.shift.interval(alpha)
+    margin = pending.scale.from_percent(statistics_.noise_threshold_percent)
+    low_percent, high_percent = _percent(pending.scale, low), _percent(pending.scale, high)
+    threshold = statistics_.noise_threshold_percent
+    needed = None
+    if p_adjusted < alpha:
+        verdict = _direction_verdict(direction, pending.shift.estimate)
+    elif (low, high) == (0, 0) or (low_percent is not None and high_percent is not None
+                                    and -threshold <= low_percent and high_percent <= threshold):
+        verdict = Verdict.EQUIVALENT
+    else:
+        verdict = Verdict.INCONCLUSIVE
+        needed = runs_needed(pending.shift.spread, pending.shift.estimate, margin, level)
+    detectable = _percent(pending.scale, float(detectable_shift(pending.shift.spread, pending.n_baseline,
+                                                                pending.n_contender, level)))
+    return replace(cell, verdict=verdict, low_percent=low_percent, high_percent=high_percent,
+                   raw_low_percent=_percent(pending.scale, raw_low), raw_high_percent=_percent(pending.scale, raw_high),
+                   p_value=pending.shift.p_value, p_adjusted=p_adjusted, runs_needed=needed,
+                   detectable_percent=detectable)
 
 
 def compare_cells(
     samples: Mapping[str, Sequence[models.Results]],
     baseline: str,
-    test: Test = Test.WELCH_T,
-    confidence: float = 0.95,
-    noise_threshold_percent: float = 5.0,
+    statistics_: models.Statistics | None = None,
+    primary: Iterable[tuple[str, str]] = (),
 ) -> list[Row]:
     """One Row per (section, subject, metric) that has a value in any cell, in the order of
     compare.measurements (tasks, then cluster, then nodes).
 
     `samples` maps each cell (baseline included, in cell order) to the Results of its
     successful runs. Cells still without values for a metric are left out of its row, so
-    partial results of a running sweep show what is there.
+    partial results of a running sweep show what is there. `primary` names the (task, metric)
+    pairs of the sweep's primary questions; every other row is exploratory.
     """
-    _check_confidence(confidence)
+    statistics_ = statistics_ or models.Statistics()
+    _check_confidence(statistics_.confidence)
     if baseline not in samples:
         raise ValueError(f"baseline cell {baseline!r} is not among the cells {sorted(samples)}")
+    primary = set(primary)
+    threshold = statistics_.noise_threshold_percent
 
     Key = tuple[Section, str, str]
     values: dict[Key, dict[str, list[float]]] = {}
@@ -219,27 +363,41 @@ def compare_cells(
     section_rank = {s: i for i, s in enumerate(Section)}
     order = sorted((k for k in first if k in values), key=lambda k: section_rank[k[0]])  # stable
 
-    rows = []
+    rows: list[Row] = []
+    pending: dict[Family, list[_Pending]] = {Family.PRIMARY: [], Family.EXPLORATORY: []}
     for key in order:
         by_cell = values[key]
-        metric = first[key].metric
+        family = Family.PRIMARY if (key[1], key[2]) in primary else Family.EXPLORATORY
         baseline_values = by_cell.get(baseline)
-        baseline_summary = summarize(baseline_values, confidence) if baseline_values else None
+        baseline_summary = summarize(baseline_values, statistics_.confidence) if baseline_values else None
         cells = []
         for cell in samples:
             if cell not in by_cell:
                 continue
+            summary = summarize(by_cell[cell], statistics_.confidence)
+            noisy = _is_noisy(summary, threshold) or _is_noisy(baseline_summary, threshold)
             if cell == baseline:
-                cells.append(CellStats(
-                    cell, baseline_summary, None, None, False,
-                    _is_noisy(baseline_summary, noise_threshold_percent), Verdict.BASELINE,
-                ))
-            else:
-                cells.append(_contender(
-                    cell, by_cell[cell], baseline_values, baseline_summary,
-                    metric, test, confidence, noise_threshold_percent,
-                ))
-        rows.append(Row(key[0], key[1], metric, units.get(key), cells))
+                cells.append(CellStats(cell, summary, None, _is_noisy(summary, threshold), Verdict.BASELINE))
+                continue
+            change = None
+            if baseline_values:
+                on = scale(baseline_values, by_cell[cell])
+                b, c = on.values(baseline_values), on.values(by_cell[cell])
+                if len(b) > 1 and len(c) > 1:
+                    shift = SHIFTS[statistics_.test](b, c)
+                    pending[family].append(_Pending(len(rows), len(cells), shift, on, len(b), len(c)))
+                    estimate = shift.estimate
+                else:  # a difference between single runs (or a mean): no interval, no verdict
+                    estimate = statistics.fmean(c) - statistics.fmean(b)
+                change = _percent(on, estimate)
+            cells.append(CellStats(cell, summary, change, noisy, Verdict.INSUFFICIENT_DATA))
+        rows.append(Row(key[0], key[1], first[key].metric, units.get(key), cells, family))
+
+    for family, comparisons in pending.items():
+        for item, p_adjusted in zip(comparisons, adjust([c.shift.p_value for c in comparisons], family), strict=True):
+            row = rows[item.row]
+            row.cells[item.position] = _settle(row.cells[item.position], item, p_adjusted,
+                                               row.metric.direction, statistics_)
     return rows
 
 
@@ -248,12 +406,19 @@ def compare_cells(
 
 def _round(value: float | None, digits: int = 6) -> float | None:
     # Six significant digits are beyond any benchmark's precision and keep the status small
-    # (it is stored in etcd); p-values need fewer.
+    # (it is stored in etcd); p-values and percentages need fewer.
     return None if value is None else float(f"{value:.{digits}g}")
 
 
 def _compact(fields: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if v is not None}
+
+
+def corrections(rows: Sequence[Row]) -> dict[str, Any]:
+    """How the rows' p-values were corrected, and over how many comparisons: for a status."""
+    counted = {family: sum(1 for row in rows if row.family == family for c in row.cells if c.p_value is not None)
+               for family in Family}
+    return {family.value: {"correction": CORRECTIONS[family][1], "comparisons": counted[family]} for family in Family}
 
 
 def to_wire(rows: Sequence[Row]) -> list[dict[str, Any]]:
@@ -265,6 +430,7 @@ def to_wire(rows: Sequence[Row]) -> list[dict[str, Any]]:
             "metric": row.metric.key,
             "unit": row.unit,
             "higherIsBetter": row.metric.direction == Direction.HIGHER_IS_BETTER,
+            "family": row.family.value,
             "cells": [
                 _compact({
                     "cell": c.cell,
@@ -276,8 +442,14 @@ def to_wire(rows: Sequence[Row]) -> list[dict[str, Any]]:
                     "ciLow": _round(c.summary.ci_low),
                     "ciHigh": _round(c.summary.ci_high),
                     "changePercent": _round(c.change_percent, 4),
+                    "changeLowPercent": _round(c.low_percent, 4),
+                    "changeHighPercent": _round(c.high_percent, 4),
+                    "rawChangeLowPercent": _round(c.raw_low_percent, 4),
+                    "rawChangeHighPercent": _round(c.raw_high_percent, 4),
                     "pValue": _round(c.p_value, 4),
-                    "significant": c.significant,
+                    "pAdjusted": _round(c.p_adjusted, 4),
+                    "runsNeeded": c.runs_needed,
+                    "detectablePercent": _round(c.detectable_percent, 3),
                     "noisy": c.noisy,
                     "verdict": c.verdict.value,
                 })

@@ -809,25 +809,38 @@ class RunOrder(str, Enum):
 
 
 class SignificanceTest(str, Enum):
-    WELCH_T = "WelchT"  # compares means; the change is reported on means
-    MANN_WHITNEY_U = "MannWhitneyU"  # rank-based, robust to outliers; the change is on medians
+    WELCH_T = "WelchT"  # ratio of geometric means, Welch's t interval
+    MANN_WHITNEY_U = "MannWhitneyU"  # Hodges-Lehmann ratio, the interval inverting the rank test
+
+
+class Question(Model):
+    """A task and metric a sweep asks about."""
+
+    task: TaskName = Field(description="A Rally task, or cluster / nodes for node-level figures.")
+    metric: Literal[METRIC_NAMES] = Field(description="As in esbench compare.")
 
 
 class Statistics(Model):
     test: SignificanceTest = Field(
         SignificanceTest.WELCH_T,
-        description="WelchT compares means (change in % of means); MannWhitneyU is rank-based and robust to outliers "
-                    "(change in % of medians; needs 4+ repetitions per cell to ever reach p < 0.05).")
+        description="How each contender's change against the baseline gets its interval and p-value, on the "
+                    "logarithms of the figures (a ratio): WelchT gives the ratio of geometric means with Welch's t "
+                    "interval; MannWhitneyU the Hodges-Lehmann ratio with the interval of the rank test, robust to "
+                    "an outlying run (needs 4+ repetitions per cell to ever exclude no change at 95 %).")
     confidence: float = Field(0.95, gt=0.5, lt=1)
     noise_threshold_percent: float = Field(
-        5.0, gt=0, description="A cell whose coefficient of variation exceeds this is flagged noisy.")
+        5.0, gt=0,
+        description="The change that does not matter: a comparison whose interval lies within +-this is "
+                    "Equivalent; a cell whose coefficient of variation exceeds it is flagged noisy.")
+    primary: list[Question] | None = Field(
+        None, max_length=20,
+        description="The sweep's primary questions (with its gates'): their comparisons are corrected together by "
+                    "Holm; every other comparison is exploratory, corrected by Benjamini-Hochberg.")
 
 
-class Gate(Model):
+class Gate(Question):
     """A regression gate: no contender may be significantly worse than the baseline by more than this."""
 
-    task: TaskName = Field(description="A Rally task, or cluster / nodes for node-level figures.")
-    metric: Literal[METRIC_NAMES] = Field(description="As in esbench compare.")
     max_regression_percent: float = Field(ge=0)
     cells: list[Annotated[str, Field(pattern="^c[0-9]+$")]] | None = Field(
         None, max_length=200, description="Cell ids (c1, c2, ...) to gate; default every contender.")
@@ -876,7 +889,13 @@ class SweepSpec(Model):
     gates: list[Gate] | None = Field(
         None, max_length=20,
         description="Regression gates for CI; condition GatesPassed turns False when a contender is significantly "
-                    "worse than the baseline by more than the allowed change.")
+                    "worse than the baseline by more than the allowed change. A gate's task and metric are a primary "
+                    "question of the sweep.")
+
+    def primary_questions(self) -> list[tuple[str, str]]:
+        """(task, metric) of statistics.primary and of the gates: the comparisons corrected together."""
+        questions = [*(self.statistics.primary or []), *(self.gates or [])]
+        return list(dict.fromkeys((q.task, q.metric) for q in questions))
 
 
 SWEEP_NAME_RULES = rules(
@@ -909,6 +928,16 @@ class SweepProgress(Model):
     summary: str | None = None
 
 
+class Correction(Model):
+    correction: str | None = Field(None, description="Holm (primary) or Benjamini-Hochberg (exploratory).")
+    comparisons: int | None = Field(None, description="Comparisons with a p-value in the family.")
+
+
+class Corrections(Model):
+    primary: Correction | None = None
+    exploratory: Correction | None = None
+
+
 class SweepStatus(Model):
     phase: SweepPhase | None = None
     reason: str | None = None
@@ -925,8 +954,13 @@ class SweepStatus(Model):
         None, description="Every run seen, with its outcome and, once it succeeded, Rally's figures (kept when the "
                           "run is deleted).")
     comparison: Records | None = Field(
-        None, description="Per task and metric, each cell's n, median, mean, stdDev, cvPercent, confidence interval, "
-                          "change vs the baseline, p-value, noisy flag and verdict.")
+        None, description="Per task and metric (primary or exploratory), each cell's n, median, mean, stdDev, "
+                          "cvPercent and confidence interval of the mean; for a contender its change vs the baseline "
+                          "with its interval (adjusted and raw), raw and adjusted p-values, verdict (Better, Worse, "
+                          "Equivalent, Inconclusive with runsNeeded, InsufficientData), the smallest effect it could "
+                          "detect (detectablePercent) and the noisy flag.")
+    corrections: Corrections | None = Field(
+        None, description="How each family of comparisons was corrected for their number.")
     contrasts: Records | None = Field(
         None, description="Per cell, the template's workload.contrasts over the cell's repetitions, with the same "
                           "statistics as the comparison.")

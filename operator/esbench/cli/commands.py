@@ -205,8 +205,9 @@ def show_command(inputs: tuple[str, ...], namespace: str | None, context: str | 
         declared = entry.spec.workload.contrasts if entry.spec else None
         for contrast in declared or []:
             rows = stats.to_wire(contrasts.compare_tasks([entry.results], contrast))
-            title = f"Contrast {contrast.name} against task {contrast.baseline} (one race: no significance test)"
-            console.print(rendering.statistics_table(title, "contrast", [contrast.baseline, *contrast.variants], rows))
+            title = (f"Contrast {contrast.name} against task {contrast.baseline} (one race: differences, no interval "
+                     "and no verdict)")
+            console.print(rendering.statistics_table(title, "contrast", rows, contender="task"))
         if entry.results.environment:
             console.print(f"environment: {escape(rendering.describe_environment(entry.results.environment))}", highlight=False)
 

@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -16,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from esbench.analysis import compare
-from esbench.analysis.compare import Comparison, Section, Verdict, format_value
+from esbench.analysis.compare import Comparison, Section, format_value, unit_label
 from esbench.api import models
 
 
@@ -183,7 +184,7 @@ def print_document_summary(console: Console, document: dict[str, Any]) -> None:
 
 def comparison_table(comparison: Comparison) -> Table:
     """One column per Experiment; a contender's cell holds its value and, below it, the
-    difference to the baseline (green better, red worse)."""
+    difference to the baseline: a difference, not a verdict (one run per side cannot tell)."""
     table = Table(title=f"Baseline: {comparison.baseline}", title_justify="left")
     table.add_column("task / scope", no_wrap=True)
     table.add_column("metric", min_width=len("service time p100"))
@@ -197,9 +198,8 @@ def comparison_table(comparison: Comparison) -> Table:
         for position, d in enumerate(row.differences):
             cell = Text(cells[4 + 2 * position])
             if d is not None:
-                style = {Verdict.BETTER: "green", Verdict.WORSE: "red"}.get(d.verdict, "dim")
                 cell.append("\n")
-                cell.append(cells[5 + 2 * position], style=style)
+                cell.append(cells[5 + 2 * position], style="dim")
             styled.append(cell)
         following = rows[index + 1][0] if index + 1 < len(rows) else None
         boundary = following is None or (following.section, following.subject) != (row.section, row.subject)
@@ -207,12 +207,12 @@ def comparison_table(comparison: Comparison) -> Table:
     return table
 
 
-VERDICT_STYLES = {"Better": "green", "Worse": "red", "Baseline": "bold"}
+VERDICT_STYLES = {"Better": "green", "Worse": "red", "Equivalent": "cyan", "Baseline": "bold"}
 
 
 def sweep_tables(document: dict[str, Any]) -> list[Table]:
-    """A sweep's cells, then its comparison: per task and metric, each cell's median with the
-    confidence interval of the mean, and its change against the baseline with the p-value."""
+    """A sweep's cells, then its comparison: per task, metric and contender, the baseline's and the
+    contender's medians, the change with its interval, the p-values and the verdict."""
     state = document.get("status") or {}
     cells = Table(title="Cells", title_justify="left")
     for column in ("cell", "values", "succeeded", "failed", "running", "pending", "cluster"):
@@ -221,37 +221,65 @@ def sweep_tables(document: dict[str, Any]) -> list[Table]:
         name = f"{cell['id']} (baseline)" if cell.get("baseline") else cell["id"]
         cells.add_row(name, escape(cell["label"]), *[str(cell.get(k, 0)) for k in ("succeeded", "failed", "running",
                                                                                   "pending")], cell.get("cluster", "–"))
-    ids = [cell["id"] for cell in state.get("cells", [])]
-    tables = [cells, statistics_table(f"Comparison against {state.get('baseline', '?')} (median [confidence interval "
-                                      "of the mean]; change, p-value)", "task / scope", ids, state.get("comparison", []))]
+    corrections = state.get("corrections") or {}
+    families = "; ".join(f"{family}: {corrections[family]['correction']} over {corrections[family]['comparisons']}"
+                         for family in ("primary", "exploratory") if (corrections.get(family) or {}).get("comparisons"))
+    title = f"Comparison against {state.get('baseline', '?')}" + (f" (corrected for many comparisons: {families})"
+                                                                    if families else "")
+    tables = [cells, statistics_table(title, "task", state.get("comparison", []))]
     for contrast in state.get("contrasts", []):
-        tasks = [contrast["baseline"], *sorted({c["cell"] for r in contrast["rows"] for c in r["cells"]} - {contrast["baseline"]})]
         title = f"{contrast['cell']}: contrast {contrast['name']}, against task {contrast['baseline']} over the cell's runs"
-        tables.append(statistics_table(title, "contrast", tasks, contrast["rows"]))
+        tables.append(statistics_table(title, "contrast", contrast["rows"], contender="task"))
     return tables
 
 
-def statistics_table(title: str, subject: str, columns: list[str], rows: list[dict[str, Any]]) -> Table:
-    """Rows in stats.to_wire form, one column per cell (or task, for a contrast)."""
-    table = Table(title=escape(title), title_justify="left")
-    for column in (subject, "metric", "unit", *columns):
-        table.add_column(column, justify="right" if column in columns else "left", overflow="fold")
-    for row in rows:
-        by_cell = {c["cell"]: c for c in row["cells"]}
-        texts = []
-        for cell_id in columns:
-            found = by_cell.get(cell_id)
-            if found is None:
-                texts.append(Text("–"))
-                continue
-            text = Text(f"{format_value(found['median'], None)} (n={found['n']})")
-            if "ciLow" in found:
-                text.append(f"\n[{format_value(found['ciLow'], None)}, {format_value(found['ciHigh'], None)}]", style="dim")
-            if found.get("changePercent") is not None:
-                p_value = f", p={found['pValue']:.3g}" if "pValue" in found else ""
-                text.append(f"\n{found['changePercent']:+.1f}%{p_value}", style=VERDICT_STYLES.get(found["verdict"], "dim"))
+def change_text(found: dict[str, Any]) -> str:
+    """A change with its interval, as "-12.0 % [-16.0, -8.0]" (an open end where the data cannot
+    bound it); a change between single runs has no interval."""
+    change = found.get("changePercent")
+    if change is None:
+        return "–"  # a zero baseline: no % to give
+    if "pValue" not in found:
+        return f"{change:+.1f} %"
+    low, high = found.get("changeLowPercent"), found.get("changeHighPercent")
+    return f"{change:+.1f} % [{'-inf' if low is None else f'{low:+.1f}'}, {'+inf' if high is None else f'{high:+.1f}'}]"
+
+
+def statistics_table(title: str, subject: str, rows: list[dict[str, Any]], contender: str = "cell") -> Table:
+    """Rows in stats.to_wire form, one line per contender (a cell, or a task of a contrast), as
+    Rally lays out a comparison: the baseline's and the contender's medians, the change with its
+    interval at the adjusted level, the raw and adjusted p-values and the verdict. Primary
+    questions (marked *) first; the numbers of runs are the cells'. The contender's column (a
+    cell, or a contrast's task) is left out when a sweep has only one."""
+    contender_ids = {c["cell"] for row in rows for c in row["cells"] if c["verdict"] != "Baseline"}
+    named = len(contender_ids) > 1 or contender != "cell"
+    columns = (subject, "metric", *([contender] if named else []), "baseline", "contender", "unit",
+               "change [interval]", "p raw/adj.", "verdict")
+    table = Table(title=escape(title), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for column in columns:
+        justify = "right" if column in ("baseline", "contender", "change [interval]", "p raw/adj.") else "left"
+        table.add_column(column, justify=justify, overflow="fold", no_wrap=column in ("change [interval]", "p raw/adj."))
+    for row in sorted(rows, key=lambda r: r.get("family") != "primary"):
+        baseline = next((c for c in row["cells"] if c["verdict"] == "Baseline"), None)
+        contenders = [c for c in row["cells"] if c["verdict"] != "Baseline"]
+        label = row["metric"] + (" *" if row.get("family") == "primary" else "")
+        for position, found in enumerate(contenders):
+            p_values = f"{_p(found['pValue'])}/{_p(found['pAdjusted'])}" if "pValue" in found else ""
+            verdict = Text(found["verdict"], style=VERDICT_STYLES.get(found["verdict"], "dim"))
+            if found.get("runsNeeded"):
+                verdict.append(f" ~{found['runsNeeded']} runs", style="dim")
             if found.get("noisy"):
-                text.append(" noisy", style="yellow")
-            texts.append(text)
-        table.add_row(row["subject"], row["metric"], row.get("unit") or "", *texts, end_section=True)
+                verdict.append(" noisy", style="yellow")
+            cell = [found["cell"]] if named else []
+            table.add_row(row["subject"] if position == 0 else "", label if position == 0 else "", *cell,
+                          _median(baseline), _median(found), unit_label(row.get("unit")), change_text(found),
+                          p_values, verdict, end_section=position == len(contenders) - 1)
     return table
+
+
+def _p(value: float) -> str:
+    return "<.001" if value < 0.001 else f"{value:.3f}".removeprefix("0")
+
+
+def _median(found: dict[str, Any] | None) -> str:
+    return "–" if found is None else format_value(found["median"], None)

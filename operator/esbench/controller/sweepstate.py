@@ -160,13 +160,16 @@ def gate_results(gates: list[Gate], rows: list[stats.Row], baseline: str, comple
         verdict = {"task": gate.task, "metric": gate.metric, "maxRegressionPercent": gate.max_regression_percent}
         cells = {c.cell: c for c in row.cells} if row else {}
         contenders = gate.cells or [cell for cell in cells if cell != baseline]
-        regressions, missing = [], []
+        regressions, missing, inconclusive = [], [], []
         for cell in contenders:
             found = cells.get(cell)
             if found is None or found.change_percent is None:
                 missing.append(cell)
+            elif found.verdict in (stats.Verdict.INCONCLUSIVE, stats.Verdict.INSUFFICIENT_DATA):
+                inconclusive.append(cell)
             elif found.verdict == stats.Verdict.WORSE and abs(found.change_percent) > gate.max_regression_percent:
-                regressions.append(f"{cell} {found.change_percent:+.1f}% (p={found.p_value:.3g})")
+                regressions.append(f"{cell} {found.change_percent:+.1f}% ({_interval(found)}, "
+                                   f"adjusted p={found.p_adjusted:.3g})")
         if regressions:
             verdict.update(result="Failed", message="significant regression beyond "
                            f"{gate.max_regression_percent}%: {', '.join(regressions)}")
@@ -175,9 +178,17 @@ def gate_results(gates: list[Gate], rows: list[stats.Row], baseline: str, comple
         elif missing or not contenders:
             verdict.update(result="Failed", message=f"no comparison for {', '.join(missing) or 'any cell'}")
         else:
-            verdict.update(result="Passed", message=f"no significant regression beyond {gate.max_regression_percent}%")
+            unsettled = f" ({', '.join(inconclusive)} inconclusive: more runs would settle it)" if inconclusive else ""
+            verdict.update(result="Passed",
+                           message=f"no significant regression beyond {gate.max_regression_percent}%{unsettled}")
         results.append(verdict)
     return results
+
+
+def _interval(found: stats.CellStats) -> str:
+    def bound(value: float | None, unbounded: str) -> str:
+        return unbounded if value is None else f"{value:+.1f}%"
+    return f"interval {bound(found.low_percent, '-inf')} to {bound(found.high_percent, '+inf')}"
 
 
 def samples(plan: grid.Plan, states: list[Progress]) -> dict[str, list[Results]]:
@@ -195,8 +206,7 @@ def comparison(plan: grid.Plan, states: list[Progress], spec: SweepSpec) -> list
     by_cell = samples(plan, states)
     if not any(by_cell.values()):
         return []
-    return stats.compare_cells(by_cell, plan.baseline.id, spec.statistics.test, spec.statistics.confidence,
-                               spec.statistics.noise_threshold_percent)
+    return stats.compare_cells(by_cell, plan.baseline.id, spec.statistics, spec.primary_questions())
 
 
 def cell_contrasts(plan: grid.Plan, states: list[Progress], spec: SweepSpec) -> list[dict[str, Any]]:
@@ -232,6 +242,7 @@ def status_report(plan: grid.Plan, states: list[Progress], run_groups: dict[str,
         "clusters": sorted(set(clusters.values())),
         "failures": _failures(states),
         "comparison": stats.to_wire(rows),
+        "corrections": stats.corrections(rows),
         "runs": run_records(states),
     }
     if contrast_rows:
