@@ -105,6 +105,19 @@ def test_different_workloads_and_unfinished_experiments_are_warned_about(documen
     assert any("did not succeed (Failed, RaceErrors)" in w for w in comparison.warnings)
 
 
+def test_a_bulk_task_with_failed_requests_is_in_ops_and_the_warning_says_why():
+    # examples/studies/004-indexing-curves: at the most clients, 73 % of the bulk requests failed
+    # and Rally, which counts a failed request as one op (esrally/driver/driver.py, execute_single),
+    # reported the task's throughput in ops/s.
+    def entry(name: str, unit: str, error_rate: float) -> compare.Entry:
+        task = models.TaskResult(task="index-append", throughput=models.Throughput(median=1000, unit=unit),
+                                 error_rate=error_rate)
+        return compare.Entry(name, models.Results(tasks=[task]))
+    comparison = compare.compare([entry("c0", "docs/s", 0.0), entry("c1", "docs/s", 0.0), entry("c5", "ops/s", 0.729)])
+    assert comparison.warnings == ["index-append throughput median: in docs/s, but c5 in ops/s (72.9% of its "
+                                   "requests failed, and Rally counts a failed request as one op): not comparable"]
+
+
 def test_an_experiment_without_results_is_not_comparable(documents):
     pending = {**documents[0], "status": {"phase": "Benchmarking"}}
     with pytest.raises(compare.NotComparable, match="no results yet \\(phase Benchmarking\\)"):

@@ -293,6 +293,22 @@ def environment_warnings(entries: list[Entry]) -> list[str]:
     return warnings
 
 
+def _units_warning(sample: Measurement, found: list[Measurement | None], entries: list[Entry]) -> str:
+    """Which Experiments report a figure in another unit than the first, and why when it is known:
+    Rally counts a request that failed as one op, not as its documents, so a bulk task with
+    failures reports ops/s."""
+    usual = next(m.unit for m in found if m is not None and m.value is not None)
+    odd = []
+    for entry, m in zip(entries, found, strict=True):
+        if m is None or m.value is None or m.unit == usual:
+            continue
+        task = next((t for t in entry.results.tasks if t.task == sample.subject), None)
+        why = (f" ({task.error_rate:.1%} of its requests failed, and Rally counts a failed request as one op)"
+               if sample.section == Section.TASK and task is not None and task.error_rate else "")
+        odd.append(f"{entry.label} in {m.unit}{why}")
+    return f"{sample.subject} {sample.metric.label}: in {usual}, but {', '.join(odd)}: not comparable"
+
+
 def compare(entries: list[Entry]) -> Comparison:
     """The first entry is the baseline; every other one is compared against it.
 
@@ -331,7 +347,7 @@ def compare(entries: list[Entry]) -> Comparison:
         sample = next(m for m in found if m is not None)
         units = {m.unit for m in found if m is not None and m.value is not None}
         if len(units) > 1:
-            warnings.append(f"{sample.subject} {sample.metric.label}: different units {sorted(map(str, units))}")
+            warnings.append(_units_warning(sample, found, entries))
         values = [m.value if m else None for m in found]
         rows.append(Row(
             section=sample.section,
