@@ -33,6 +33,7 @@ def sweep_document() -> dict:
                       {"id": "c1", "label": 'index.codec="best_compression"', "succeeded": 3, "cluster": "codec-g0"}],
             "comparison": stats.to_wire(rows),
             "corrections": stats.corrections(rows),
+            "timing": {"runs": 6, "runSeconds": 95.0, "taskSeconds": 3.2, "overheadSeconds": 91.8},
             "gates": [{"task": "index-append", "metric": "throughput.median", "maxRegressionPercent": 5,
                        "result": "Failed", "message": "significant regression beyond 5%: c1 -20.0%"}],
         },
@@ -47,6 +48,7 @@ def test_sweep_prints_cells_comparison_and_gates(esbench, tmp_path):
     assert "codec: Succeeded (Completed) 6/6 runs finished" in run.stdout
     assert 'index.codec="best_compression"' in run.stdout and "c0 (baseline)" in run.stdout
     text = " ".join(run.stdout.split())
+    assert "a run (median of 6): 95 s, of which Rally's tasks 3 s and overhead 92 s (97 %)" in text
     assert "Comparison against c0 (corrected for many comparisons: primary: Holm over 1; exploratory: " \
            "Benjamini-Hochberg over" in text
     # The contender's change on index-append throughput, its interval and its verdict, on one line.

@@ -87,6 +87,25 @@ def test_a_run_that_vanished_after_it_succeeded_keeps_its_outcome_and_figures():
     assert sweepstate.run_records(gone) == records, "the record outlives the run"
 
 
+def test_the_overhead_of_a_run_is_its_time_outside_rallys_task_windows_and_outlives_the_run():
+    p = plan(CODECS, repetitions=1)
+    done = []
+    for cell, minutes in (("c0", 2), ("c1", 4)):
+        run = child(cell, 1, "Succeeded")
+        run["status"].update(startTime="2026-11-26T10:00:00Z", completionTime=f"2026-11-26T10:0{minutes}:00Z", results={
+            "tasks": [{"task": "index-append", "resources": {"seconds": 20, "nodes": 1}},
+                      {"task": "search", "resources": {"seconds": 10, "nodes": 1}}]})
+        done.append(run)
+    records = sweepstate.run_records(sweepstate.progress(p, done, max_retries=1))
+    assert records[0]["startTime"] == "2026-11-26T10:00:00Z"
+    # Runs of 120 and 240 s, 30 s of tasks each: the medians.
+    expected = {"runs": 2, "runSeconds": 180.0, "taskSeconds": 30.0, "overheadSeconds": 150.0}
+    assert sweepstate.timing(records) == expected
+    gone = sweepstate.run_records(sweepstate.progress(p, [], max_retries=1, records=records))
+    assert sweepstate.timing(gone) == expected
+    assert sweepstate.timing([{**records[0], "results": {"tasks": [{"task": "t"}]}}]) is None  # no windows
+
+
 def test_a_run_deleted_before_it_finished_is_a_failed_attempt_not_started_again_for_ever():
     p = plan(repetitions=1)
     records = sweepstate.run_records(sweepstate.progress(p, [child("c0", 1, "Benchmarking")], max_retries=1))

@@ -928,6 +928,14 @@ class SweepProgress(Model):
     summary: str | None = None
 
 
+class RunTiming(Model):
+    runs: int | None = Field(None, description="Succeeded runs with task windows, that the medians are over.")
+    run_seconds: float | None = Field(None, description="A run from its creation to its completion.")
+    task_seconds: float | None = Field(None, description="Rally's task windows in a run, summed.")
+    overhead_seconds: float | None = Field(
+        None, description="The rest: cluster, Rally's start, index creation, corpus, cleanup.")
+
+
 class Correction(Model):
     correction: str | None = Field(None, description="Holm (primary) or Benjamini-Hochberg (exploratory).")
     comparisons: int | None = Field(None, description="Comparisons with a p-value in the family.")
@@ -959,6 +967,7 @@ class SweepStatus(Model):
                           "with its interval (adjusted and raw), raw and adjusted p-values, verdict (Better, Worse, "
                           "Equivalent, Inconclusive with runsNeeded, InsufficientData), the smallest effect it could "
                           "detect (detectablePercent) and the noisy flag.")
+    timing: RunTiming | None = Field(None, description="Where a run's time goes, as medians over the runs.")
     corrections: Corrections | None = Field(
         None, description="How each family of comparisons was corrected for their number.")
     contrasts: Records | None = Field(

@@ -239,6 +239,12 @@ def sweep_command(sweep: str, namespace: str | None, context: str | None, format
     console.print(f"[bold]{escape(document['metadata']['name'])}[/]: {state.get('phase', 'not started')} "
                   f"({escape(state.get('reason', ''))}) {progress.get('summary', '')} runs finished; "
                   f"{escape(state.get('message', ''))}", highlight=False, soft_wrap=True)
+    spent = state.get("timing")
+    if spent:
+        share = spent["overheadSeconds"] / spent["runSeconds"] * 100 if spent["runSeconds"] else 0
+        console.print(f"a run (median of {spent['runs']}): {spent['runSeconds']:.0f} s, of which Rally's tasks "
+                      f"{spent['taskSeconds']:.0f} s and overhead {spent['overheadSeconds']:.0f} s ({share:.0f} %)",
+                      highlight=False, soft_wrap=True)
     for table in rendering.sweep_tables(document):
         console.print(table)
     for gate in state.get("gates", []):

@@ -6,8 +6,10 @@ cluster.
 
 from __future__ import annotations
 
+import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from esbench.analysis import contrasts, stats
@@ -29,6 +31,8 @@ RUN_DELETED = Reason.RUN_DELETED
 
 
 MAX_LISTED_FAILURES = 20
+
+TIMES = ("startTime", "completionTime")  # of a succeeded run, kept with its record for its overhead
 
 
 class RunState:
@@ -75,8 +79,9 @@ def recorded_run(record: dict[str, Any]) -> dict[str, Any]:
         phase, reason = Phase.FAILED.value, RUN_DELETED
     child_status = {"phase": phase, "reason": reason,
                     "message": record.get("message") or ("deleted before it finished" if reason == RUN_DELETED else "")}
-    if record.get("results"):
-        child_status["results"] = record["results"]
+    for kept in ("results", *TIMES):
+        if record.get(kept):
+            child_status[kept] = record[kept]
     labels = {manifests.CELL_LABEL: record["cell"], manifests.REPETITION_LABEL: str(record["repetition"]),
               manifests.ATTEMPT_LABEL: str(record["attempt"])}
     return {"metadata": {"name": record["name"], "labels": labels}, "status": child_status}
@@ -97,6 +102,7 @@ def run_records(states: list[Progress]) -> list[dict[str, Any]]:
                 record["message"] = (child_status.get("message") or "")[:300]
             if child_status.get("phase") == Phase.SUCCEEDED and child_status.get("results"):
                 record["results"] = child_status["results"]
+                record.update({key: child_status[key] for key in TIMES if child_status.get(key)})
             records.append(record)
     return records
 
@@ -185,6 +191,26 @@ def gate_results(gates: list[Gate], rows: list[stats.Row], baseline: str, comple
     return results
 
 
+def timing(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Where a succeeded run's time goes, as medians over the runs: the whole run (created to
+    done), Rally's task windows, and the rest (cluster, Rally's start, index creation, ...)."""
+    runs, tasks = [], []
+    for record in records:
+        if not all(record.get(key) for key in TIMES) or not record.get("results"):
+            continue
+        start, end = (datetime.fromisoformat(record[key]) for key in TIMES)
+        windows = [t.resources.seconds for t in Results.model_validate(record["results"]).tasks if t.resources]
+        if windows:
+            runs.append((end - start).total_seconds())
+            tasks.append(sum(windows))
+    if not runs:
+        return None
+    overheads = [run - task for run, task in zip(runs, tasks, strict=True)]
+    return {"runs": len(runs), "runSeconds": round(statistics.median(runs), 1),
+            "taskSeconds": round(statistics.median(tasks), 1),
+            "overheadSeconds": round(statistics.median(overheads), 1)}
+
+
 def _interval(found: stats.CellStats) -> str:
     def bound(value: float | None, unbounded: str) -> str:
         return unbounded if value is None else f"{value:+.1f}%"
@@ -245,6 +271,9 @@ def status_report(plan: grid.Plan, states: list[Progress], run_groups: dict[str,
         "corrections": stats.corrections(rows),
         "runs": run_records(states),
     }
+    spent = timing(fields["runs"])
+    if spent:
+        fields["timing"] = spent
     if contrast_rows:
         fields["contrasts"] = contrast_rows
     conditions = []
