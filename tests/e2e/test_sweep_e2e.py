@@ -91,6 +91,10 @@ def test_sweep_over_codecs_runs_both_cells_one_after_another_on_one_shared_clust
                 if r["subject"] == "index-append" and r["metric"] == "throughput.median"), None)
     assert row is not None, status["comparison"]
     assert [cell["cell"] for cell in row["cells"]] == ["c0", "c1"]
+    # Where a run's time goes (Rally's task windows come from the node sampler in the Rally pod).
+    timing = status["timing"]
+    print(f"sweep run timing: {timing}")
+    assert timing["runs"] == 2 and 0 < timing["taskSeconds"] < timing["runSeconds"], timing
 
     sweeps.assert_no_pod_was_refused()
     # cleanup: Delete (the template's default): the sweep deletes its cluster once every run is done.
