@@ -114,6 +114,11 @@ def experiment_schema() -> dict[str, Any]:
     return experiment()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
 
 
+def sweep_schema() -> dict[str, Any]:
+    """The openAPIV3Schema an ExperimentSweep is admitted with."""
+    return sweep()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+
+
 # File names in crds/ and the chart's crds/: GROUP_PLURAL.yaml, as controller-gen names them.
 FILES = {f"{models.GROUP}_{models.PLURAL}.yaml": experiment, f"{models.GROUP}_{models.SWEEP_PLURAL}.yaml": sweep}
 

@@ -847,6 +847,13 @@ class Gate(Question):
 
 
 class SweepSpec(Model):
+    # A gate compares repetitions: with one run per cell there is a difference, never a verdict,
+    # so the gate could never fail. (repetitions defaults to 3.)
+    model_config = ConfigDict(json_schema_extra=rules((
+        "!has(self.gates) || !has(self.repetitions) || self.repetitions >= 2",
+        "gates need repetitions of 2 or more: one run per cell gives a difference, not a verdict, and a gate "
+        "could never fail")))
+
     template: Annotated[dict[str, Any], SchemaOf(
         ExperimentSpec, "An Experiment spec, checked as the Experiment CRD checks one. Every cell is this spec with "
                         "the matrix's values set.")]

@@ -343,19 +343,19 @@ def cel_errors(value: Any, schema: dict[str, Any], path: str | None) -> list[Fie
 # --- the whole admission --------------------------------------------------------------------
 
 
-def _resource() -> str:
-    return f"{models.KIND}.{models.GROUP}"
+SCHEMAS = {models.KIND: crds.experiment_schema, models.SWEEP_KIND: crds.sweep_schema}
 
 
-def admit(document: Any, schema: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The Experiment as the API server would store it on create, or Rejected with its message."""
-    schema = schema or crds.experiment_schema()
+def admit(document: Any, schema: dict[str, Any] | None = None, kind: str = models.KIND) -> dict[str, Any]:
+    """The Experiment (or ExperimentSweep) as the API server would store it on create, or
+    Rejected with its message."""
+    schema = schema or SCHEMAS[kind]()
     if not isinstance(document, dict):
-        raise Rejected(400, f"an Experiment must be a mapping (YAML or JSON object), got {_type_name(document)}")
-    if document.get("apiVersion") != models.API_VERSION or document.get("kind") != models.KIND:
+        raise Rejected(400, f"an {kind} must be a mapping (YAML or JSON object), got {_type_name(document)}")
+    if document.get("apiVersion") != models.API_VERSION or document.get("kind") != kind:
         raise Rejected(
             400,
-            f"not an Experiment: expected apiVersion {models.API_VERSION} and kind {models.KIND}, "
+            f"not an {kind}: expected apiVersion {models.API_VERSION} and kind {kind}, "
             f"got apiVersion {document.get('apiVersion')!r} and kind {document.get('kind')!r}",
         )
     unknown = sorted(set(unknown_fields(document, schema)))
@@ -363,7 +363,7 @@ def admit(document: Any, schema: dict[str, Any] | None = None) -> dict[str, Any]
         listed = ", ".join(f'unknown field "{field}"' for field in unknown)
         raise Rejected(
             400,
-            f'{models.KIND} in version "{models.VERSION}" cannot be handled as a {models.KIND}: strict decoding error: {listed}',
+            f'{kind} in version "{models.VERSION}" cannot be handled as a {kind}: strict decoding error: {listed}',
             [f'unknown field "{field}"' for field in unknown],
         )
     stored = {k: v for k, v in document.items() if k != "status"}
@@ -380,7 +380,7 @@ def admit(document: Any, schema: dict[str, Any] | None = None) -> dict[str, Any]
         name = (stored.get("metadata") or {}).get("name") if isinstance(stored.get("metadata"), dict) else None
         texts = [str(e) for e in errors]
         joined = texts[0] if len(texts) == 1 else f"[{', '.join(texts)}]"
-        raise Rejected(422, f'{_resource()} "{name or ""}" is invalid: {joined}', texts)
+        raise Rejected(422, f'{kind}.{models.GROUP} "{name or ""}" is invalid: {joined}', texts)
     return stored
 
 

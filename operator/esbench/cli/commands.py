@@ -21,8 +21,9 @@ from rich.console import Console
 from rich.markup import escape
 
 from esbench.analysis import compare, contrasts, stats
-from esbench.api import validation
-from esbench.cli import credentials, local, rendering, sources
+from esbench.api import models, validation
+from esbench.cli import credentials, local, localsweep, rendering, sources
+from esbench.controller import grid
 
 # --- esbench run ---------------------------------------------------------------------------
 
@@ -51,14 +52,19 @@ def _interruptible() -> Iterator[None]:
             signal.signal(number, handler)
 
 
-def _read_experiment(path: str) -> Any:
+def _read_document(path: str) -> Any:
     file = Path(path)
     if not file.is_file():
         raise click.UsageError(f'the path "{path}" does not exist')
     documents = [d for d in yaml.safe_load_all(file.read_text()) if d is not None]
     if len(documents) != 1:
-        raise validation.Rejected(400, f"{path} holds {len(documents)} documents; esbench run takes one Experiment")
+        raise validation.Rejected(400, f"{path} holds {len(documents)} documents; esbench run takes one Experiment "
+                                       "or ExperimentSweep")
     return documents[0]
+
+
+def _is_sweep(document: Any) -> bool:
+    return isinstance(document, dict) and document.get("kind") == models.SWEEP_KIND
 
 
 @click.command("run")
@@ -68,8 +74,9 @@ def _read_experiment(path: str) -> Any:
 @click.option("--ca-file", type=click.Path(exists=True, dir_okay=False), help="CA certificate for --es-url.")
 @click.option("--es-home", type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="Start Elasticsearch from this unpacked distribution instead of downloading one.")
-@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write the Experiment with its status (as the operator writes it) to this JSON file.")
+@click.option("--output", "-o", type=click.Path(path_type=Path),
+              help="Write the Experiment with its status (as the operator writes it) to this JSON file; for a sweep, "
+                   "the folder of its runs and its status (default ./NAME), where a sweep run again goes on.")
 @click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Keep Rally's home, the prepared track and the logs here (default: a temporary folder, "
                    "removed after a success).")
@@ -82,7 +89,7 @@ def _read_experiment(path: str) -> Any:
 def run_command(ctx: click.Context, file: str, es_url: str | None, ca_file: str | None, es_home: Path | None,
                 output: Path | None, work_dir: Path | None, esrally: str | None, target_timeout: float,
                 verbose: bool) -> None:
-    """Run the Experiment in FILE.yaml on this machine, with the runner the Rally Job uses.
+    """Run the Experiment or ExperimentSweep in FILE.yaml on this machine, with the runner the Rally Job uses.
 
     Elasticsearch: --es-url (an existing cluster), --es-home (an unpacked distribution), or by
     default Maven Central's integ-test-zip for spec.elasticsearch.version (downloaded once, sha1
@@ -92,6 +99,11 @@ def run_command(ctx: click.Context, file: str, es_url: str | None, ca_file: str 
     The file is checked as the API server checks it (the CRD's schema and CEL rules) before
     anything starts. Exit status: 0 success, 2 usage, 10 InvalidSpec, 11 TargetUnreachable,
     12 TrackError, 13 RaceFailed, 14 RaceErrors, 15 ClusterNotReady, 16 RaceTimeout, 130 interrupted.
+
+    A sweep makes its runs one at a time in the operator's plan, on one local node per group of
+    runs that share a cluster, and writes each run as it ends; run again on the same --output it
+    goes on where it stopped. Exit status: 0 every run succeeded and every gate holds, 20 a gate
+    failed, 21 runs failed after their retries, 10 InvalidSpec, 2 usage, 130 interrupted.
     """
     console = _console()
     errors = Console(stderr=True, highlight=False)
@@ -100,13 +112,19 @@ def run_command(ctx: click.Context, file: str, es_url: str | None, ca_file: str 
     if ca_file and not es_url:
         raise click.UsageError("--ca-file applies to --es-url only")
     try:
-        stored = validation.admit(_read_experiment(file))
-        spec = validation.parse_spec(stored)
+        document = _read_document(file)
+        if _is_sweep(document):
+            stored = validation.admit(document, kind=models.SWEEP_KIND)
+            spec = models.SweepSpec.model_validate(stored["spec"])
+        else:
+            stored = validation.admit(document)
+            spec = validation.parse_spec(stored)
     except (validation.Rejected, yaml.YAMLError) as error:
         message = error.message if isinstance(error, validation.Rejected) else f"{file}: not valid YAML: {error}"
         errors.print(f"[red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
         ctx.exit(local.EXIT_INVALID_SPEC)
-    if spec.target and not es_url:
+    template = models.ExperimentSpec.model_validate(spec.template) if isinstance(spec, models.SweepSpec) else spec
+    if template.target and not es_url:
         # Its cluster lives in Kubernetes, with credentials in Secrets this machine cannot read.
         raise click.UsageError("the Experiment's spec.target names an existing cluster: give its URL with --es-url "
                                "(credentials in ES_USERNAME and ES_PASSWORD or ES_PASSWORD_FILE)")
@@ -116,6 +134,8 @@ def run_command(ctx: click.Context, file: str, es_url: str | None, ca_file: str 
         esrally=esrally or local.find_esrally(), work_dir=work_dir, target_timeout=target_timeout,
     )
     name = stored["metadata"]["name"]
+    if isinstance(spec, models.SweepSpec):
+        _run_sweep(ctx, stored, spec, options, output or Path(name), verbose)
     cluster = f"Elasticsearch {spec.elasticsearch.version}" if spec.elasticsearch else local.describe_url(es_url)
     console.print(f"[bold]esbench run[/] {escape(name)}: {escape(cluster)}, track {escape(spec.workload.track)}",
                   highlight=False)
@@ -132,6 +152,34 @@ def run_command(ctx: click.Context, file: str, es_url: str | None, ca_file: str 
         console.print(f"results: {escape(str(output))}", highlight=False)
     if outcome.work_dir_kept:
         console.print(f"work dir (Rally's logs and race.json): {escape(str(outcome.work_dir))}", highlight=False)
+    console.print(f"done in {rendering.elapsed(time.monotonic() - started)}", highlight=False)
+    ctx.exit(outcome.exit_code)
+
+
+def _run_sweep(ctx: click.Context, stored: dict[str, Any], spec: models.SweepSpec, options: local.Options,
+               folder: Path, verbose: bool) -> None:
+    console, errors = _console(), Console(stderr=True, highlight=False)
+    name = stored["metadata"]["name"]
+    console.print(f"[bold]esbench run[/] sweep {escape(name)} into {escape(str(folder))}", highlight=False)
+    started = time.monotonic()
+    try:
+        with rendering.RichProgress(console, verbose) as progress, _interruptible():
+            outcome = localsweep.run(stored, spec, options, progress, folder)
+    except grid.InvalidSweep as error:
+        errors.print(f"[red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
+        ctx.exit(local.EXIT_INVALID_SPEC)
+    except localsweep.FolderInUse as error:
+        raise click.UsageError(str(error)) from error
+    except KeyboardInterrupt:
+        errors.print(f"[red]interrupted[/]: the runs that ended are in {folder}; run the same command again to go on")
+        ctx.exit(local.EXIT_INTERRUPTED)
+    for table in rendering.sweep_tables(outcome.document):
+        console.print(table)
+    state = outcome.document["status"]
+    console.print(f"{escape(name)}: {state['phase']} ({state['reason']}) {escape(state['message'])}; "
+                  f"{outcome.made} run(s) made now; results in {escape(str(folder))}", highlight=False, soft_wrap=True)
+    for gate in state.get("gates", []):
+        console.print(rendering.gate_line(gate), highlight=False, soft_wrap=True)
     console.print(f"done in {rendering.elapsed(time.monotonic() - started)}", highlight=False)
     ctx.exit(outcome.exit_code)
 
@@ -248,9 +296,7 @@ def sweep_command(sweep: str, namespace: str | None, context: str | None, format
     for table in rendering.sweep_tables(document):
         console.print(table)
     for gate in state.get("gates", []):
-        colour = {"Passed": "green", "Failed": "red"}.get(gate["result"], "yellow")
-        console.print(f"gate {escape(gate['task'])} {gate['metric']} (at most {gate['maxRegressionPercent']}% worse): "
-                      f"[{colour}]{gate['result']}[/] {escape(gate['message'])}", highlight=False, soft_wrap=True)
+        console.print(rendering.gate_line(gate), highlight=False, soft_wrap=True)
 
 
 # --- esbench report ------------------------------------------------------------------------

@@ -158,6 +158,8 @@ def experiment_document(
 ) -> dict[str, Any]:
     """The Experiment as the operator leaves it when it ends (same fields, same wording)."""
     metadata: dict[str, Any] = {"name": stored["metadata"]["name"]}
+    if stored["metadata"].get("labels"):  # a sweep's run: its cell, repetition and attempt
+        metadata["labels"] = dict(stored["metadata"]["labels"])
     if annotations:
         metadata["annotations"] = dict(annotations)
     state: dict[str, Any] = {
@@ -256,6 +258,22 @@ def memory_limit(es: models.Elasticsearch) -> int | None:
     return None if quantity is None else int(parse_quantity(quantity))
 
 
+@dataclass
+class SharedNode:
+    """A local node that a sweep's runs use one after another, and what to say of it."""
+
+    cluster: localcluster.LocalCluster
+    annotations: dict[str, str]
+
+
+@contextlib.contextmanager
+def shared_node(spec: models.ExperimentSpec, options: Options, progress: Progress) -> Iterator[SharedNode]:
+    annotations: dict[str, str] = {}
+    with _local_cluster(spec, options, progress, annotations) as cluster:
+        annotations["esbench.io/cluster"] = "shared by the sweep's runs of this cluster spec and track"
+        yield SharedNode(cluster, annotations)
+
+
 @contextlib.contextmanager
 def _local_cluster(spec: models.ExperimentSpec, options: Options, progress: Progress,
                    annotations: dict[str, str]) -> Iterator[localcluster.LocalCluster]:
@@ -307,8 +325,10 @@ def _local_cluster(spec: models.ExperimentSpec, options: Options, progress: Prog
             cluster.stop()
 
 
-def run(stored: dict[str, Any], spec: models.ExperimentSpec, options: Options, progress: Progress) -> Outcome:
-    """Race the admitted Experiment `stored` (its typed spec: `spec`) on this machine."""
+def run(stored: dict[str, Any], spec: models.ExperimentSpec, options: Options, progress: Progress,
+        shared: SharedNode | None = None) -> Outcome:
+    """Race the admitted Experiment `stored` (its typed spec: `spec`) on this machine: on the
+    node a sweep shares between its runs, on --es-url, or on a node of its own."""
     name = stored["metadata"]["name"]
     race_id = str(uuid.uuid4())
     started = _now()
@@ -323,7 +343,11 @@ def run(stored: dict[str, Any], spec: models.ExperimentSpec, options: Options, p
     cluster_version = None
     try:
         with open(log_path, "a") as log, contextlib.ExitStack() as stack:
-            if options.es_url:
+            if shared is not None:
+                annotations.update(shared.annotations)
+                target = shared.cluster.client
+                timeout = 30.0
+            elif options.es_url:
                 annotations["esbench.io/elasticsearch"] = f"existing cluster at {describe_url(options.es_url)}"
                 target = Target(options.es_url, options.username, options.password, options.ca_file)
                 timeout = options.target_timeout

@@ -207,6 +207,12 @@ def comparison_table(comparison: Comparison) -> Table:
     return table
 
 
+def gate_line(gate: dict[str, Any]) -> str:
+    colour = {"Passed": "green", "Failed": "red"}.get(gate["result"], "yellow")
+    return (f"gate {escape(gate['task'])} {gate['metric']} (at most {gate['maxRegressionPercent']}% worse): "
+            f"[{colour}]{gate['result']}[/] {escape(gate['message'])}")
+
+
 VERDICT_STYLES = {"Better": "green", "Worse": "red", "Equivalent": "cyan", "Baseline": "bold"}
 
 

@@ -94,8 +94,11 @@ def from_cluster(name: str, namespace: str | None, context: str | None = None) -
 
 
 def sweep(argument: str, namespace: str | None = None, context: str | None = None) -> dict[str, Any]:
-    """An ExperimentSweep: from a file (`kubectl get esxs NAME -o yaml`) or by name."""
+    """An ExperimentSweep: from a file (`kubectl get esxs NAME -o yaml`), the folder `esbench run
+    SWEEP.yaml` writes, or by name."""
     path = Path(argument)
+    if path.is_dir() and (path / "sweep.json").is_file():
+        path = path / "sweep.json"
     if path.is_file():
         found = [d for d in _documents(path) if d.get("kind") == models.SWEEP_KIND]
         if not found:
@@ -109,7 +112,11 @@ def load(arguments: list[str], namespace: str | None = None, context: str | None
     entries: list[Entry] = []
     for argument in arguments:
         path = Path(argument)
-        if path.is_file():
+        if path.is_dir() and (path / "runs").is_dir():  # a local sweep's folder: its runs with results
+            for run in sorted((path / "runs").glob("*.json")):
+                if ((_documents(run) or [{}])[0].get("status") or {}).get("results"):
+                    entries += from_file(run)
+        elif path.is_file():
             entries += from_file(path)
         elif path.suffix.lower() in (".json", ".yaml", ".yml") or "/" in argument:
             raise SourceError(f"{argument}: no such file")

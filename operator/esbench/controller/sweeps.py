@@ -35,7 +35,7 @@ from esbench.api.models import (
     lifecycle_setting,
 )
 from esbench.api.reasons import Reason
-from esbench.controller import grid, manifests, names, status, sweepstate
+from esbench.controller import grid, manifests, status, sweepstate
 from esbench.controller.kube import KindNotServed, Kube, Rejected
 from esbench.controller.lifecycle import ECK_NOT_INSTALLED, EventSink, KeyedLocks, delete_cluster
 
@@ -74,7 +74,7 @@ class SweepReconciler:
         states = sweepstate.progress(plan, children, spec.max_retries, (body.get("status") or {}).get("runs") or [])
         by_key = {s.run.key: s for s in states}
         run_groups = sweepstate.groups(plan, spec.cluster_reuse)
-        clusters = self._shared_clusters(plan, run_groups, spec.cluster_reuse, sweep)
+        clusters = sweepstate.shared_clusters(plan, run_groups, spec.cluster_reuse, sweep.name)
 
         not_started = None
         try:
@@ -116,15 +116,6 @@ class SweepReconciler:
                       report.fields["reason"], report.fields["message"])
 
     # --- steps ---
-
-    def _shared_clusters(self, plan: grid.Plan, run_groups: dict[str, list[grid.Run]], reuse: bool,
-                         sweep: manifests.Sweep) -> dict[str, str]:
-        """The sweep's own cluster name for every group that shares one (numbered in cell order)."""
-        if not reuse:
-            return {}
-        shared = [key for key in dict.fromkeys(grid.cluster_key(cell.spec) for cell in plan.cells)
-                  if key in run_groups and "elasticsearch" in run_groups[key][0].cell.spec]
-        return {key: names.sweep_cluster_name(sweep.name, number) for number, key in enumerate(shared)}
 
     def _start(self, body: dict[str, Any], sweep: manifests.Sweep, run: grid.Run, state: sweepstate.Progress,
                cluster: str | None) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 from esbench.analysis import contrasts, stats
 from esbench.api.models import Gate, Phase, Results, SweepPhase, SweepSpec, Workload
 from esbench.api.reasons import Reason
-from esbench.controller import grid, manifests, status
+from esbench.controller import grid, manifests, names, status
 
 COMPLETE = "Complete"
 
@@ -135,6 +135,15 @@ def groups(plan: grid.Plan, reuse: bool) -> dict[str, list[grid.Run]]:
         key = grid.cluster_key(run.cell.spec) if shares else f"{run.cell.id}/{run.repetition}"
         result[key].append(run)
     return dict(result)
+
+
+def shared_clusters(plan: grid.Plan, run_groups: dict[str, list[grid.Run]], reuse: bool, sweep: str) -> dict[str, str]:
+    """The sweep's own cluster name for every group that shares one (numbered in cell order)."""
+    if not reuse:
+        return {}
+    shared = [key for key in dict.fromkeys(grid.cluster_key(cell.spec) for cell in plan.cells)
+              if key in run_groups and "elasticsearch" in run_groups[key][0].cell.spec]
+    return {key: names.sweep_cluster_name(sweep, number) for number, key in enumerate(shared)}
 
 
 def runs_to_start(plan: grid.Plan, states: dict[tuple[str, int], Progress], run_groups: dict[str, list[grid.Run]],

@@ -1,0 +1,80 @@
+"""`esbench run SWEEP.yaml`: an ExperimentSweep without Kubernetes, with real esrally on the
+runner tests' Elasticsearch (--es-url), interrupted and resumed (the pure parts are in
+tests/unit/test_localsweep.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import yaml
+
+from esbench.api import models
+from tests.support.elasticsearch import LATEST
+
+SWEEP = {
+    "apiVersion": models.API_VERSION, "kind": models.SWEEP_KIND, "metadata": {"name": "local-codec"},
+    "spec": {
+        "template": {
+            "elasticsearch": {"version": LATEST, "heap": "512m"},
+            "index": {"shards": 1, "replicas": 0},
+            "workload": {"track": "smoke", "testMode": True, "trackParams": {"doc_count": 500}},
+        },
+        "matrix": [{"field": "index.codec", "values": ["default", "best_compression"]}],
+        "repetitions": 1,
+        "statistics": {"primary": [{"task": "index-append", "metric": "throughput.median"}]},
+    },
+}
+
+
+def test_a_sweep_interrupted_mid_run_resumes_where_it_stopped(esbench, esrally, clusters, tmp_path):
+    url = clusters.get(LATEST).url
+    (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(SWEEP))
+    folder = tmp_path / "local-codec"
+    command = [sys.executable, "-m", "esbench.cli", "run", "sweep.yaml", "--es-url", url]
+    environment = {**os.environ, "COLUMNS": "200"}
+    first = subprocess.Popen(command, cwd=tmp_path, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+    try:
+        # Interrupted once the first run has ended and the second one has begun.
+        deadline = time.monotonic() + 300
+        while not (folder / "runs" / "local-codec-c0-r1.json").exists():
+            assert first.poll() is None and time.monotonic() < deadline, first.communicate()
+            time.sleep(0.5)
+        time.sleep(2)
+        first.send_signal(signal.SIGINT)
+        out, err = first.communicate(timeout=120)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert first.returncode == 130, out + err
+    assert "the runs that ended are in local-codec; run the same command again to go on" in " ".join(err.split())
+    assert sorted(p.name for p in (folder / "runs").iterdir()) == ["local-codec-c0-r1.json"]
+    made_first = (folder / "runs" / "local-codec-c0-r1.json").read_bytes()
+    interrupted = json.loads((folder / "sweep.json").read_text())["status"]
+    assert interrupted["phase"] == "Running" and interrupted["progress"]["summary"] == "1/2"
+
+    second = esbench("run", "sweep.yaml", "--es-url", url)
+    assert second.exit_code == 0, second.stdout + second.stderr
+    assert "1 run(s) already in local-codec: going on from there" in second.stdout
+    assert sorted(p.name for p in (folder / "runs").iterdir()) == ["local-codec-c0-r1.json", "local-codec-c1-r1.json"]
+    assert (folder / "runs" / "local-codec-c0-r1.json").read_bytes() == made_first, "not made again"
+    done = json.loads((folder / "sweep.json").read_text())
+    assert done["status"]["phase"] == "Succeeded" and done["status"]["progress"]["summary"] == "2/2"
+    assert done["status"]["startTime"] == interrupted["startTime"]
+    run = json.loads((folder / "runs" / "local-codec-c1-r1.json").read_text())
+    assert run["spec"]["index"]["codec"] == "best_compression" and run["status"]["phase"] == "Succeeded"
+    assert run["metadata"]["labels"]["esbench.io/cell"] == "c1"
+
+    # The folder reads as a sweep does from the cluster, and its runs as Experiments.
+    shown = esbench("sweep", "local-codec")
+    assert shown.exit_code == 0, shown.stderr
+    assert "local-codec: Succeeded" in shown.stdout and "Comparison against c0" in shown.stdout
+    compared = esbench("compare", "local-codec", "--format", "csv")
+    assert compared.exit_code == 0, compared.stderr
+    assert {line.split(",")[5] for line in compared.stdout.splitlines()[1:]} == {"local-codec-c0-r1",
+                                                                                  "local-codec-c1-r1"}
