@@ -317,3 +317,70 @@ def test_a_gate_on_the_node_cpu_of_one_task_fails_when_that_task_costs_more_cpu(
     gate = models.Gate(task="range-1950s", metric="process_cpu.percent", max_regression_percent=50)
     [verdict] = sweepstate.gate_results([gate], rows, "c0", complete=True)
     assert verdict["result"] == "Failed" and "c1 +300.2% (interval +281.3% to +320.1%" in verdict["message"]
+
+
+# --- repetitions until the answer is clear -----------------------------------------------------
+
+ADAPTIVE = {"repetitions": 2, "maxRepetitions": 4, "gates": [
+    {"task": "bulk", "metric": "throughput.median", "maxRegressionPercent": 50}], "statistics": {
+    "targetWidthPercent": 10}}
+
+
+def adaptive_plan(*matrix: dict[str, Any], **fields: Any) -> tuple[models.SweepSpec, grid.Plan]:
+    spec = models.SweepSpec.model_validate({"template": TEMPLATE, "matrix": list(matrix), **ADAPTIVE, **fields})
+    return spec, grid.plan(spec, "sweep", "default")
+
+
+def measured(run: grid.Run, throughput: float) -> dict[str, Any]:
+    body = child(run.cell.id, run.repetition, "Succeeded")
+    body["status"]["results"] = {"tasks": [{"task": "bulk", "throughput": {"median": throughput, "unit": "docs/s"}}]}
+    return body
+
+
+def play(spec: models.SweepSpec, p: grid.Plan, figures: dict[str, list[float]]) -> tuple[list, sweepstate.Rounds]:
+    """Run the sweep to its end, the n-th run of a cell measuring figures[cell][n - 1]."""
+    runs: list[dict[str, Any]] = []
+    while True:
+        rounds = sweepstate.with_rounds(p, spec, runs)
+        states = sweepstate.progress(rounds.plan, runs, spec.max_retries)
+        pending = [s.run for s in states if s.state == "Pending"]
+        if not pending:
+            return runs, rounds
+        runs.append(measured(pending[0], figures[pending[0].cell.id][pending[0].repetition - 1]))
+
+
+QUIET = [1000, 1004, 998, 1002]  # CV about 0.3 %: two runs give an interval a few pp wide
+LOUD = [1000, 1300, 800, 1150]  # CV about 20 %
+
+
+def test_further_rounds_go_on_for_the_cells_whose_primary_interval_is_too_wide_until_max():
+    spec, p = adaptive_plan({"field": "index.refreshInterval", "values": ["1s", "30s", "-1"]})
+    runs, rounds = play(spec, p, {"c0": QUIET, "c1": [900, 903, 899, 901], "c2": LOUD})
+    made = [(r["metadata"]["labels"]["esbench.io/cell"], int(r["metadata"]["labels"]["esbench.io/repetition"]))
+            for r in runs]
+    # Two rounds of every cell, then rounds of the baseline and the wide cell only, up to 4.
+    assert made == [("c0", 1), ("c1", 1), ("c2", 1), ("c0", 2), ("c1", 2), ("c2", 2),
+                    ("c0", 3), ("c2", 3), ("c0", 4), ("c2", 4)]
+    assert "within the target 10 pp" in rounds.stopped["c1"] and "after 2 runs" in rounds.stopped["c1"]
+    assert rounds.stopped["c2"].startswith("maxRepetitions 4 reached with primary intervals")
+    report = sweepstate.status_report(rounds.plan, sweepstate.progress(rounds.plan, runs, 1), {}, {}, spec, [], None,
+                                      rounds.stopped)
+    assert report.complete and report.fields["progress"]["summary"] == "10/10"
+    assert [c.get("stopped", "") != "" for c in report.fields["cells"]] == [False, True, True]
+
+
+def test_rounds_stop_on_the_intervals_width_never_on_the_effect():
+    spec, p = adaptive_plan(CODECS)
+    same_spread = [1000, 1004, 998, 1002]
+    runs_without, _ = play(spec, p, {"c0": QUIET, "c1": same_spread})
+    runs_with, _ = play(spec, p, {"c0": QUIET, "c1": [f * 1.3 for f in same_spread]})  # +30 %: significant
+    assert len(runs_without) == len(runs_with) == 4
+    loud_without, _ = play(spec, p, {"c0": LOUD, "c1": LOUD})
+    loud_with, _ = play(spec, p, {"c0": LOUD, "c1": [f * 1.3 for f in LOUD]})
+    assert len(loud_without) == len(loud_with) == 8
+
+
+def test_without_max_repetitions_the_plan_is_fixed():
+    p = plan(CODECS, repetitions=2)
+    spec = models.SweepSpec(template=TEMPLATE, matrix=[CODECS], repetitions=2)
+    assert sweepstate.with_rounds(p, spec, []) == sweepstate.Rounds(p, {})

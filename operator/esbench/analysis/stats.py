@@ -73,8 +73,7 @@ class Family(str, Enum):
     EXPLORATORY = "exploratory"
 
 
-# statsmodels' method names, and the names a report shows.
-CORRECTIONS = {Family.PRIMARY: ("holm", "Holm"), Family.EXPLORATORY: ("fdr_bh", "Benjamini-Hochberg")}
+CORRECTIONS = {Family.PRIMARY: "Holm", Family.EXPLORATORY: "Benjamini-Hochberg"}
 
 
 # --- one cell ------------------------------------------------------------------------------
@@ -238,12 +237,22 @@ def runs_needed(spread: float, estimate: float, margin: float | None, alpha: flo
 
 
 def adjust(p_values: Sequence[float], family: Family) -> list[float]:
-    """The family's p-values corrected for their number (Holm or Benjamini-Hochberg)."""
+    """The family's p-values corrected for their number: Holm's step-down (primary), or
+    Benjamini-Hochberg (exploratory, scipy's false_discovery_control)."""
     if not p_values:
         return []
-    from statsmodels.stats.multitest import multipletests  # with scipy: loaded by the first sweep
-
-    return [float(p) for p in multipletests(list(p_values), method=CORRECTIONS[family][0])[1]]
+    if family == Family.EXPLORATORY:
+        return [float(p) for p in _scipy_stats().false_discovery_control(list(p_values), method="bh")]
+    # Holm: the i-th smallest p times (m - i), made non-decreasing, at most 1. (statsmodels'
+    # multipletests gives the same, tests/unit/test_stats.py checks it, but runs a full garbage
+    # collection on every call: 30-55 ms in a reconcile, and in every simulated sweep.)
+    m = len(p_values)
+    adjusted = [0.0] * m
+    running = 0.0
+    for rank, index in enumerate(sorted(range(m), key=lambda i: p_values[i])):
+        running = max(running, min(1.0, (m - rank) * p_values[index]))
+        adjusted[index] = running
+    return adjusted
 
 
 # --- the table -----------------------------------------------------------------------------
@@ -264,6 +273,9 @@ class CellStats:
     p_adjusted: float | None = None
     runs_needed: int | None = None  # per cell, to settle an Inconclusive comparison
     detectable_percent: float | None = None  # smallest effect found with POWER at this n
+    # A primary comparison's interval width at alpha / (the family's size): what further rounds
+    # narrow, independent of the effect (a width at the Holm level would follow the p-value).
+    width_percent: float | None = None
 
 
 @dataclass(frozen=True)
@@ -297,7 +309,7 @@ def _is_noisy(summary: Summary | None, threshold: float) -> bool:
 
 
 def _settle(cell: CellStats, pending: _Pending, p_adjusted: float, direction: Direction,
-            statistics_: models.Statistics) -> CellStats:
+            statistics_: models.Statistics, family_size: int | None) -> CellStats:
     """The contender's interval at its adjusted level, and its verdict."""
     alpha = round(1 - statistics_.confidence, 12)  # round: 1 - 0.95 is 0.050000000000000044
     # The level at which the interval excludes no change exactly when the adjusted p is below alpha.
@@ -318,7 +330,11 @@ def _settle(cell: CellStats, pending: _Pending, p_adjusted: float, direction: Di
         needed = runs_needed(pending.shift.spread, pending.shift.estimate, margin, level)
     detectable = _percent(pending.scale, float(detectable_shift(pending.shift.spread, pending.n_baseline,
                                                                 pending.n_contender, level)))
-    return replace(cell, verdict=verdict, low_percent=low_percent, high_percent=high_percent,
+    width = None
+    if family_size:
+        planned_low, planned_high = (_percent(pending.scale, end) for end in pending.shift.interval(alpha / family_size))
+        width = None if planned_low is None or planned_high is None else planned_high - planned_low
+    return replace(cell, verdict=verdict, low_percent=low_percent, high_percent=high_percent, width_percent=width,
                    raw_low_percent=_percent(pending.scale, raw_low), raw_high_percent=_percent(pending.scale, raw_high),
                    p_value=pending.shift.p_value, p_adjusted=p_adjusted, runs_needed=needed,
                    detectable_percent=detectable)
@@ -396,8 +412,8 @@ def compare_cells(
     for family, comparisons in pending.items():
         for item, p_adjusted in zip(comparisons, adjust([c.shift.p_value for c in comparisons], family), strict=True):
             row = rows[item.row]
-            row.cells[item.position] = _settle(row.cells[item.position], item, p_adjusted,
-                                               row.metric.direction, statistics_)
+            row.cells[item.position] = _settle(row.cells[item.position], item, p_adjusted, row.metric.direction,
+                                               statistics_, len(comparisons) if family == Family.PRIMARY else None)
     return rows
 
 
@@ -418,7 +434,7 @@ def corrections(rows: Sequence[Row]) -> dict[str, Any]:
     """How the rows' p-values were corrected, and over how many comparisons: for a status."""
     counted = {family: sum(1 for row in rows if row.family == family for c in row.cells if c.p_value is not None)
                for family in Family}
-    return {family.value: {"correction": CORRECTIONS[family][1], "comparisons": counted[family]} for family in Family}
+    return {family.value: {"correction": CORRECTIONS[family], "comparisons": counted[family]} for family in Family}
 
 
 def to_wire(rows: Sequence[Row]) -> list[dict[str, Any]]:
@@ -450,6 +466,7 @@ def to_wire(rows: Sequence[Row]) -> list[dict[str, Any]]:
                     "pAdjusted": _round(c.p_adjusted, 4),
                     "runsNeeded": c.runs_needed,
                     "detectablePercent": _round(c.detectable_percent, 3),
+                    "widthPercent": _round(c.width_percent, 4),
                     "noisy": c.noisy,
                     "verdict": c.verdict.value,
                 })

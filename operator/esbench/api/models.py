@@ -832,6 +832,11 @@ class Statistics(Model):
         5.0, gt=0,
         description="The change that does not matter: a comparison whose interval lies within +-this is "
                     "Equivalent; a cell whose coefficient of variation exceeds it is flagged noisy.")
+    target_width_percent: float | None = Field(
+        None, gt=0, le=200,
+        description="With maxRepetitions: a cell gets further rounds while one of its primary comparisons has an "
+                    "interval wider than this, in percentage points (default twice noiseThresholdPercent, the "
+                    "width an Equivalent interval can have).")
     primary: list[Question] | None = Field(
         None, max_length=20,
         description="The sweep's primary questions (with its gates'): their comparisons are corrected together by "
@@ -849,10 +854,16 @@ class Gate(Question):
 class SweepSpec(Model):
     # A gate compares repetitions: with one run per cell there is a difference, never a verdict,
     # so the gate could never fail. (repetitions defaults to 3.)
-    model_config = ConfigDict(json_schema_extra=rules((
-        "!has(self.gates) || !has(self.repetitions) || self.repetitions >= 2",
-        "gates need repetitions of 2 or more: one run per cell gives a difference, not a verdict, and a gate "
-        "could never fail")))
+    model_config = ConfigDict(json_schema_extra=rules(
+        ("!has(self.gates) || !has(self.repetitions) || self.repetitions >= 2",
+         "gates need repetitions of 2 or more: one run per cell gives a difference, not a verdict, and a gate "
+         "could never fail"),
+        ("!has(self.maxRepetitions) || self.maxRepetitions > (has(self.repetitions) ? self.repetitions : 3)",
+         "maxRepetitions must be more than repetitions (the rounds every cell runs)"),
+        ("!has(self.maxRepetitions) || has(self.gates) || (has(self.statistics) && has(self.statistics.primary))",
+         "maxRepetitions needs a primary question (statistics.primary or gates): further rounds go on until its "
+         "intervals are narrow enough"),
+    ))
 
     template: Annotated[dict[str, Any], SchemaOf(
         ExperimentSpec, "An Experiment spec, checked as the Experiment CRD checks one. Every cell is this spec with "
@@ -872,6 +883,12 @@ class SweepSpec(Model):
     repetitions: int = Field(
         3, ge=1, le=50,
         description="Runs per cell. One run per configuration is noise; 5 or more make the tests meaningful.")
+    max_repetitions: int | None = Field(
+        None, ge=2, le=50,
+        description="Repetitions until the answer is clear: after `repetitions` rounds, further interleaved rounds "
+                    "run the baseline and every cell whose primary comparisons' intervals are wider than "
+                    "statistics.targetWidthPercent, up to this many runs per cell. The rounds stop on the intervals' "
+                    "width, never on significance (which would inflate false verdicts).")
     parallelism: int = Field(
         1, ge=1, le=50,
         description="Clusters at work at once (runs at once without clusterReuse). Parallel runs share the nodes' "
@@ -898,6 +915,14 @@ class SweepSpec(Model):
         description="Regression gates for CI; condition GatesPassed turns False when a contender is significantly "
                     "worse than the baseline by more than the allowed change. A gate's task and metric are a primary "
                     "question of the sweep.")
+
+    @property
+    def most_repetitions(self) -> int:
+        return max(self.repetitions, self.max_repetitions or 0)
+
+    @property
+    def target_width_percent(self) -> float:
+        return self.statistics.target_width_percent or 2 * self.statistics.noise_threshold_percent
 
     def primary_questions(self) -> list[tuple[str, str]]:
         """(task, metric) of statistics.primary and of the gates: the comparisons corrected together."""

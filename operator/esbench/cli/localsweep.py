@@ -97,6 +97,7 @@ class Next:
 
 def pending(plan: grid.Plan, spec: SweepSpec, runs: list[dict[str, Any]]) -> Next | None:
     """The run to make next, one at a time as the operator would with parallelism 1."""
+    plan = sweepstate.with_rounds(plan, spec, runs).plan
     states = sweepstate.progress(plan, runs, spec.max_retries)
     by_key = {s.run.key: s for s in states}
     run_groups = sweepstate.groups(plan, spec.cluster_reuse)
@@ -113,11 +114,13 @@ def sweep_document(stored: dict[str, Any], uid: str, plan: grid.Plan, spec: Swee
                    previous: dict[str, Any] | None, now: str) -> tuple[dict[str, Any], sweepstate.StatusReport]:
     """The ExperimentSweep with the status the operator would write for these runs."""
     name = stored["metadata"]["name"]
+    rounds = sweepstate.with_rounds(plan, spec, runs)
+    plan = rounds.plan
     states = sweepstate.progress(plan, runs, spec.max_retries)
     run_groups = sweepstate.groups(plan, spec.cluster_reuse)
     clusters = sweepstate.shared_clusters(plan, run_groups, spec.cluster_reuse, name)
     report = sweepstate.status_report(plan, states, run_groups, clusters, spec, sweepstate.comparison(plan, states, spec),
-                                      sweepstate.cell_contrasts(plan, states, spec))
+                                      sweepstate.cell_contrasts(plan, states, spec), rounds.stopped)
     before = (previous or {}).get("status") or {}
     report.fields["startTime"] = before.get("startTime") or now
     if report.complete:

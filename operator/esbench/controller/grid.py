@@ -135,7 +135,7 @@ def cells(spec: models.SweepSpec, name: str, namespace: str) -> list[Cell]:
     """Every cell, each checked as the API server would check an Experiment with its spec and
     the longest name a run of this sweep gets (names limit what ECK can make of nodeSets)."""
     assignments = _assignments(spec)
-    longest_run = names.sweep_run_name(name, f"c{len(assignments) - 1}", spec.repetitions, spec.max_retries + 1)
+    longest_run = names.sweep_run_name(name, f"c{len(assignments) - 1}", spec.most_repetitions, spec.max_retries + 1)
     result = []
     for number, values in enumerate(assignments):
         cell_spec = spec.template

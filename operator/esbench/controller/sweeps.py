@@ -71,7 +71,10 @@ class SweepReconciler:
         spec = sweep.spec
         children = [child for child in self.kube.list_experiments(
             sweep.namespace, f"{manifests.SWEEP_LABEL}={sweep.name}") if _owned_by(child, sweep)]
-        states = sweepstate.progress(plan, children, spec.max_retries, (body.get("status") or {}).get("runs") or [])
+        records = (body.get("status") or {}).get("runs") or []
+        rounds = sweepstate.with_rounds(plan, spec, children, records)
+        plan = rounds.plan
+        states = sweepstate.progress(plan, children, spec.max_retries, records)
         by_key = {s.run.key: s for s in states}
         run_groups = sweepstate.groups(plan, spec.cluster_reuse)
         clusters = sweepstate.shared_clusters(plan, run_groups, spec.cluster_reuse, sweep.name)
@@ -97,7 +100,7 @@ class SweepReconciler:
         else:
             rows, contrast_rows = sweepstate.comparison(plan, states, spec), sweepstate.cell_contrasts(plan, states, spec)
         self._comparisons[sweep.uid] = (succeeded, rows, contrast_rows)
-        report = sweepstate.status_report(plan, states, run_groups, clusters, spec, rows, contrast_rows)
+        report = sweepstate.status_report(plan, states, run_groups, clusters, spec, rows, contrast_rows, rounds.stopped)
         started = (body.get("status") or {}).get("startTime") or status.now()
         report.fields["startTime"] = started
         if not_started and not report.complete:  # e.g. no ECK: say so rather than "0/4 runs finished"

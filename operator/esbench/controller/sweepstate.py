@@ -6,6 +6,7 @@ cluster.
 
 from __future__ import annotations
 
+import random
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -13,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from esbench.analysis import contrasts, stats
-from esbench.api.models import Gate, Phase, Results, SweepPhase, SweepSpec, Workload
+from esbench.api.models import Gate, Phase, Results, RunOrder, SweepPhase, SweepSpec, Workload
 from esbench.api.reasons import Reason
 from esbench.controller import grid, manifests, names, status
 
@@ -121,6 +122,75 @@ def progress(plan: grid.Plan, runs: list[dict[str, Any]], max_retries: int,
         if key in by_key:  # runs of cells the spec no longer has are not ours to follow
             by_key[key].attempts.append(child)
     return list(by_key.values())
+
+
+@dataclass
+class Rounds:
+    plan: grid.Plan  # with the further rounds so far
+    stopped: dict[str, str]  # cell id: why it gets no further round
+
+
+def with_rounds(plan: grid.Plan, spec: SweepSpec, runs: list[dict[str, Any]],
+                records: list[dict[str, Any]] = ()) -> Rounds:
+    """The plan with the further rounds that spec.maxRepetitions and the results so far call for.
+
+    Once every run of the last round has ended, each contender whose primary comparisons have an
+    interval wider than the target (at alpha / the family's size: its width does not follow the
+    effect or its p-value) gets another round, interleaved with the baseline's; deterministic in
+    the runs, so every reconcile (and a resumed local sweep) finds the same plan.
+    """
+    if not spec.max_repetitions:
+        return Rounds(plan, {})
+    compared = {cell.id for cell in plan.cells}
+    contenders = [cell for cell in plan.cells if cell.id != plan.baseline.id]
+    still = [cell.id for cell in contenders]
+    stopped: dict[str, str] = {}
+    target = spec.target_width_percent
+    last = spec.repetitions
+    while True:
+        states = progress(plan, runs, spec.max_retries, records)
+        if not all(s.final for s in states if s.run.cell.id in compared and s.run.repetition == last):
+            return Rounds(plan, stopped)
+        widths = primary_widths(plan, states, spec)
+        for cell in list(still):
+            width = widths.get(cell)
+            if width is not None and width <= target:
+                still.remove(cell)
+                stopped[cell] = (f"primary intervals at most {width:.1f} pp wide after {last} runs, within the "
+                                 f"target {target:g} pp")
+        if still and last >= spec.max_repetitions:
+            for cell in still:
+                width = widths.get(cell)
+                stopped[cell] = (f"maxRepetitions {spec.max_repetitions} reached with primary intervals "
+                                 f"{'unbounded' if width is None else f'{width:.1f} pp'} wide (target {target:g} pp)")
+            still = []
+        if not still:
+            return Rounds(plan, stopped)
+        last += 1
+        cells = [plan.baseline, *(cell for cell in contenders if cell.id in still)]
+        if spec.order == RunOrder.SHUFFLED:
+            random.Random(spec.seed * 1000 + last).shuffle(cells)
+        plan = grid.Plan(plan.cells, plan.baseline, [*plan.runs, *(grid.Run(cell, last) for cell in cells)])
+
+
+def primary_widths(plan: grid.Plan, states: list[Progress], spec: SweepSpec) -> dict[str, float | None]:
+    """Each contender's widest primary interval, in percentage points (None: not bounded yet)."""
+    primary = spec.primary_questions()
+    tasks = {task for task, _ in primary}
+    by_cell = {cell: [r.model_copy(update={"tasks": [t for t in r.tasks if t.task in tasks]}) for r in runs]
+               for cell, runs in samples(plan, states).items()}
+    if not by_cell[plan.baseline.id]:
+        return {}
+    widths: dict[str, float | None] = {}
+    for row in stats.compare_cells(by_cell, plan.baseline.id, spec.statistics, primary):
+        if row.family != stats.Family.PRIMARY:
+            continue
+        for cell in row.cells:
+            if cell.verdict == stats.Verdict.BASELINE:
+                continue
+            known = widths.get(cell.cell, 0.0)
+            widths[cell.cell] = None if known is None or cell.width_percent is None else max(known, cell.width_percent)
+    return widths
 
 
 def groups(plan: grid.Plan, reuse: bool) -> dict[str, list[grid.Run]]:
@@ -266,14 +336,15 @@ class StatusReport:
 
 def status_report(plan: grid.Plan, states: list[Progress], run_groups: dict[str, list[grid.Run]],
                   clusters: dict[str, str], spec: SweepSpec, rows: list[stats.Row],
-                  contrast_rows: list[dict[str, Any]] | None = None) -> StatusReport:
+                  contrast_rows: list[dict[str, Any]] | None = None, stopped: dict[str, str] | None = None
+                  ) -> StatusReport:
     counts = _counts(states)
     finished = counts["succeeded"] + counts["failed"]
     complete = finished == len(states)
     fields: dict[str, Any] = {
         "baseline": plan.baseline.id,
         "progress": {**counts, "runs": len(states), "cells": len(plan.cells), "summary": f"{finished}/{len(states)}"},
-        "cells": _cells(plan, states, run_groups, clusters),
+        "cells": _cells(plan, states, run_groups, clusters, stopped or {}),
         "clusters": sorted(set(clusters.values())),
         "failures": _failures(states),
         "comparison": stats.to_wire(rows),
@@ -323,7 +394,7 @@ def _counts(states: list[Progress]) -> dict[str, int]:
 
 
 def _cells(plan: grid.Plan, states: list[Progress], run_groups: dict[str, list[grid.Run]],
-           clusters: dict[str, str]) -> list[dict[str, Any]]:
+           clusters: dict[str, str], stopped: dict[str, str]) -> list[dict[str, Any]]:
     cluster_of = {run.cell.id: clusters[key] for key, runs in run_groups.items() if key in clusters for run in runs}
     result = []
     for cell in plan.cells:
@@ -334,6 +405,8 @@ def _cells(plan: grid.Plan, states: list[Progress], run_groups: dict[str, list[g
             entry["baseline"] = True
         if cell.id in cluster_of:
             entry["cluster"] = cluster_of[cell.id]
+        if cell.id in stopped:
+            entry["stopped"] = stopped[cell.id]
         result.append(entry)
     return result
 
