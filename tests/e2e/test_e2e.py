@@ -188,6 +188,11 @@ def test_quickstart_succeeds_with_sane_results_and_cleans_up_its_cluster(cluster
     # As esbench sets every node it creates (models.DEFAULT_NODE_CONFIG), recorded as the node reports it.
     (node,) = results["environment"]["nodes"]
     assert node["mmap"] is False, node
+    # The QoS class each pod got, as the kubelet reports it: without rally.resources, BestEffort.
+    pods = results["environment"]["kubernetes"]
+    if not (body["spec"].get("rally") or {}).get("resources"):
+        assert pods["rally"]["qosClass"] == "BestEffort", pods["rally"]
+    assert all(pod["qosClass"] in ("Guaranteed", "Burstable", "BestEffort") for pod in pods["elasticsearch"]), pods
     assert status["headline"]
     created_at = datetime.fromisoformat(experiment["metadata"]["creationTimestamp"])
     print(f"{version}: created -> cluster ready "

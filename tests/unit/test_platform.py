@@ -11,7 +11,7 @@ POD = {
         {"name": "elasticsearch", "image": "docker.elastic.co/elasticsearch/elasticsearch:8.15.3",
          "resources": {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"memory": "4Gi"}}},
     ]},
-    "status": {"containerStatuses": [
+    "status": {"qosClass": "Burstable", "containerStatuses": [
         {"name": "elasticsearch", "image": "docker.elastic.co/elasticsearch/elasticsearch:8.15.3",
          "imageID": "docker.elastic.co/elasticsearch/elasticsearch@sha256:0123abcd"},
     ]},
@@ -27,7 +27,7 @@ def test_a_pod_is_recorded_with_the_digest_it_ran_its_node_and_its_resources():
         pod="bench-es-default-0", image="docker.elastic.co/elasticsearch/elasticsearch:8.15.3",
         image_id="docker.elastic.co/elasticsearch/elasticsearch@sha256:0123abcd", node="node-a",
         instance_type="m6i.xlarge", node_kernel="6.1.0-28-amd64", node_cpu="4", node_memory="16069260Ki",
-        requests={"cpu": "2", "memory": "4Gi"}, limits={"memory": "4Gi"})
+        requests={"cpu": "2", "memory": "4Gi"}, limits={"memory": "4Gi"}, qos_class="Burstable")
 
 
 def test_an_unreadable_node_and_a_pod_not_started_leave_their_figures_empty():

@@ -679,6 +679,9 @@ class PodEnvironment(Model):
     node_memory: str | None = None
     requests: dict[str, str] | None = None
     limits: dict[str, str] | None = None
+    qos_class: str | None = Field(
+        None, description="Guaranteed, Burstable or BestEffort: the first pods a busy node starves or evicts are "
+                          "BestEffort, then Burstable.")
 
 
 class KubernetesEnvironment(Model):

@@ -163,6 +163,11 @@ def describe_environment(environment: models.Environment) -> str:
     driver = environment.load_driver
     if driver:
         parts.append(f"Rally {environment.rally_version or '?'} on {driver.cpu_model or '?'} ({driver.processors} processors, kernel {driver.kernel})")
+    kubernetes = environment.kubernetes
+    for role, pod in [("Rally", kubernetes.rally if kubernetes else None),
+                      *(("Elasticsearch", p) for p in (kubernetes.elasticsearch or [] if kubernetes else []))]:
+        if pod is not None and pod.qos_class:
+            parts.append(f"{role} pod {pod.pod}: QoS {pod.qos_class}")
     parts.append(f"esbench {environment.esbench_version or '?'}")
     return "; ".join(parts)
 

@@ -39,4 +39,5 @@ def pod_environment(pod: dict[str, Any], container: str | None, node: dict[str, 
         node_memory=capacity.get("memory"),
         requests=_quantities(resources.get("requests")),
         limits=_quantities(resources.get("limits")),
+        qos_class=(pod.get("status") or {}).get("qosClass"),
     )
