@@ -151,3 +151,21 @@ def test_on_a_real_race_a_task_at_5_ops_costs_less_cpu_than_the_same_query_back_
     assert cpu["range-1950s"] < 25 and cpu["range-1900-1989"] > 40
     indexing = nodestats.task_resources(samples, windows["index-append"], processors)
     assert indexing.io_write_bytes > 0 and indexing.process_cpu_percent > cpu["range-1950s"]
+
+
+def test_the_idle_window_runs_from_the_first_sample_to_the_first_task_when_long_enough():
+    samples = [timed(0, 0, heap=1, read_kb=0), timed(5, 500, heap=1, read_kb=0), timed(10, 10500, heap=1, read_kb=0)]
+    idle = nodestats.idle_window(samples, before=5)
+    assert (idle.seconds, idle.process_cpu_ms_per_second) == (5, 100)  # 500 ms of CPU in 5 s
+    assert nodestats.idle_window(samples, before=2) is None  # too short to tell
+    assert nodestats.idle_window([], before=5) is None
+
+
+def test_on_a_real_race_the_idle_rate_is_below_every_query_tasks_and_net_cpu_below_gross():
+    samples = json.loads((FIXED_RATE / "node-stats.json").read_text())
+    processors = environment.processors(json.loads((FIXED_RATE / "nodes-info.json").read_text()))
+    windows = taskwindows.parse((FIXED_RATE / "rally.log").read_text())
+    idle = nodestats.idle_window(samples, min(w.start for w in windows.values()))
+    assert idle is not None and idle.seconds >= nodestats.MIN_IDLE_SECONDS
+    busy = nodestats.task_resources(samples, windows["range-1900-1989"], processors)
+    assert 0 < idle.process_cpu_ms_per_second < busy.process_cpu_ms / busy.seconds

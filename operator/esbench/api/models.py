@@ -579,6 +579,17 @@ class TaskResources(Model):
     # Documents the nodes indexed (primaries and replicas): unlike Rally's bulk throughput, which
     # counts every document sent, rejected ones included.
     index_operations: float | None = None
+    # process_cpu_ms less the idle window's rate over the task's seconds: the task's own CPU, not the
+    # JVM's background (GC, scheduled tasks) nor esbench's own _nodes/stats sampling.
+    process_cpu_ms_net: float | None = None
+
+
+class IdleWindow(Model):
+    """What the nodes spent while nothing ran: from the first _nodes/stats sample (esrally starting)
+    to the first task's start. Its CPU includes esbench's own sampling, which goes on during the tasks."""
+
+    seconds: float
+    process_cpu_ms_per_second: float | None = None  # sum over nodes
 
 
 class TaskResult(Model):
@@ -717,6 +728,7 @@ class Results(Model):
     tasks: list[TaskResult] = []
     cluster: ClusterResult | None = None
     nodes: list[NodeSample] | None = None
+    idle: IdleWindow | None = None
     environment: Environment | None = None
 
 

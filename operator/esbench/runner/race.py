@@ -384,12 +384,18 @@ def attribute_to_tasks(
     summary: models.Results, windows: dict[str, taskwindows.TaskWindow], samples: list[dict[str, Any]],
     processors: dict[str, int],
 ) -> None:
-    """Each task's window (from Rally's log) and what the nodes spent in it."""
+    """Each task's window (from Rally's log) and what the nodes spent in it, and its CPU net of the
+    idle window's rate (before the first task)."""
+    if windows:
+        summary.idle = nodestats.idle_window(samples, min(w.start for w in windows.values()))
+    rate = summary.idle.process_cpu_ms_per_second if summary.idle else None
     for task in summary.tasks:
         window = windows.get(task.task)
         if window:
             task.start, task.end = window.rfc3339(window.start), window.rfc3339(window.end)
             task.resources = nodestats.task_resources(samples, window, processors)
+            if task.resources and task.resources.process_cpu_ms is not None and rate is not None:
+                task.resources.process_cpu_ms_net = max(0.0, task.resources.process_cpu_ms - rate * window.seconds)
 
 
 def print_report(report: RaceReport, out: IO[str] = sys.stdout) -> None:
