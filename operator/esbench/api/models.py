@@ -33,7 +33,8 @@ BUNDLED_TRACKS = ("smoke", "indexing", "source-filtering", "range-queries", "cod
 TASK_METRIC_NAMES = (
     "throughput.median", "latency.p50", "latency.p90", "latency.p99", "latency.p100", "service_time.p50",
     "service_time.p90", "service_time.p99", "service_time.p100", "error_rate", "process_cpu.percent",
-    "process_cpu.max_node_percent", "process_cpu.time", "cgroup_cpu.time", "os_cpu.percent", "heap_used.mean",
+    "process_cpu.max_node_percent", "process_cpu.time", "process_cpu.net_time", "cgroup_cpu.time", "os_cpu.percent",
+    "heap_used.mean",
     "gc.time", "io.read_bytes", "io.read_operations", "io.write_bytes", "write_rejections", "indexed_rate",
 )
 METRIC_NAMES = (*TASK_METRIC_NAMES, "store_size", "segment_count", "indexing_time", "merge_time", "refresh_time",
