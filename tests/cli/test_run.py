@@ -138,6 +138,13 @@ def test_quickstart_races_an_existing_cluster_and_writes_what_the_operator_write
     results = _assert_operator_document(document, stored, LATEST)
     assert [t.task for t in results.tasks] == ["index-append", "match-all", "term-category"]
     assert all(t.error_rate == 0 for t in results.tasks)
+    # The suite's one full (not test-mode) smoke race: Rally's percentiles from enough samples.
+    tasks = {t.task: t for t in results.tasks}
+    assert tasks["index-append"].throughput.unit == "docs/s" and tasks["index-append"].throughput.median > 0
+    for name in ("match-all", "term-category"):
+        latency = tasks[name].latency
+        assert latency.unit == "ms" and 0 < latency.p50 <= latency.p90 <= latency.p100
+        assert tasks[name].service_time.p50 > 0 and tasks[name].duration > 0
     assert results.track_params["doc_count"] == stored["spec"]["workload"]["trackParams"]["doc_count"]
     assert cluster.client.get("smoke/_count")["count"] == results.track_params["doc_count"]
     (node,) = results.nodes

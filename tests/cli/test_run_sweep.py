@@ -36,7 +36,7 @@ def test_a_sweep_interrupted_mid_run_resumes_where_it_stopped(esbench, esrally, 
     (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(SWEEP))
     folder = tmp_path / "local-codec"
     command = [sys.executable, "-m", "esbench.cli", "run", "sweep.yaml", "--es-url", url]
-    environment = {**os.environ, "COLUMNS": "200"}
+    environment = {**os.environ, "COLUMNS": "200", "ESBENCH_ESRALLY": esrally}
     first = subprocess.Popen(command, cwd=tmp_path, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)
     try:
@@ -58,7 +58,7 @@ def test_a_sweep_interrupted_mid_run_resumes_where_it_stopped(esbench, esrally, 
     interrupted = json.loads((folder / "sweep.json").read_text())["status"]
     assert interrupted["phase"] == "Running" and interrupted["progress"]["summary"] == "1/2"
 
-    second = esbench("run", "sweep.yaml", "--es-url", url)
+    second = esbench("run", "sweep.yaml", "--es-url", url, env={"ESBENCH_ESRALLY": esrally})
     assert second.exit_code == 0, second.stdout + second.stderr
     assert "1 run(s) already in local-codec: going on from there" in second.stdout
     assert sorted(p.name for p in (folder / "runs").iterdir()) == ["local-codec-c0-r1.json", "local-codec-c1-r1.json"]

@@ -180,20 +180,6 @@ def test_best_compression_stores_the_same_corpus_in_less_space_than_default(clus
     assert store["best_compression"] < 0.9 * store["default"], store
 
 
-def test_a_full_smoke_race_reports_throughput_and_latency_percentiles(clusters, race):
-    cluster = clusters.get(LATEST)
-    run = race(spec("smoke", index={}, test_mode=False), cluster.url)
-    assert run.exit_code == 0, run.output
-    tasks = {t.task: t for t in run.report.results.tasks}
-    assert set(tasks) == {"index-append", "match-all", "term-category"}
-    assert tasks["index-append"].throughput.unit == "docs/s" and tasks["index-append"].throughput.median > 0
-    for name in ("match-all", "term-category"):
-        latency = tasks[name].latency
-        assert latency.unit == "ms" and 0 < latency.p50 <= latency.p90 <= latency.p100
-        assert tasks[name].service_time.p50 > 0 and tasks[name].duration > 0
-    assert count_documents(cluster, "smoke") == 1000  # the smoke corpus's default size
-
-
 def test_a_race_over_tls_with_credentials_never_reveals_the_password(clusters, race):
     cluster = clusters.get(LATEST, secure=True)
     run = race(spec("smoke", index={}, trackParams={"doc_count": 1500}), cluster.url,
