@@ -379,6 +379,11 @@ def test_an_include_cell_that_sets_what_only_the_template_may_fails_the_sweep_be
                                             "maxRegressionPercent": 5}]}}, "gates need repetitions of 2 or more"),
     ({"spec": {"statistics": {"primary": [{"task": "index-append", "metric": "speed"}]}}},
      "spec.statistics.primary[0].metric"),
+    ({"spec": {"order": "Sequential", "statistics": {"paired": True}}},
+     "statistics.paired compares the runs of one round: it needs order Interleaved or Shuffled"),
+    ({"spec": {"repetitions": 3, "maxRepetitions": 3, "statistics": {"primary": [
+        {"task": "index-append", "metric": "throughput.median"}]}}}, "maxRepetitions must be more than repetitions"),
+    ({"spec": {"maxRepetitions": 6}}, "maxRepetitions needs a primary question"),
     ({"spec": {"template": {"elasticsearch": {"version": "8.15.3"}}}}, "spec.template.workload: Required value"),
     ({"spec": {"template": {**TEMPLATE, "index": {"codec": "zstd"}}}}, "spec.template.index.codec: Unsupported value"),
     ({"spec": {"template": {**TEMPLATE, "target": {"elasticsearchRef": {"name": "x"}}}}},

@@ -408,3 +408,53 @@ def test_rounds_until_the_interval_is_narrow_keep_false_verdicts_at_the_stated_r
                             if r.family == stats.Family.PRIMARY for c in r.cells)
     assert grown > sweeps  # the noisier sweeps did grow
     assert false_sweeps / sweeps <= alpha + monte_carlo_bound(alpha, sweeps)
+
+
+# --- paired rounds ------------------------------------------------------------------------------
+
+
+def test_the_paired_test_is_the_textbook_one_on_the_differences():
+    differences = [0.1, 0.2, 0.15, 0.12, 0.18]
+    shift = stats.paired(differences)
+    t = statistics.fmean(differences) / (statistics.stdev(differences) / math.sqrt(5))
+    assert shift.p_value == pytest.approx(two_sided_t_p(t, 4), abs=1e-7)
+    low, high = shift.interval(0.05)  # t(0.975, 4) = 2.776445, from a t table
+    assert high - low == pytest.approx(2 * 2.776445 * statistics.stdev(differences) / math.sqrt(5), rel=1e-6)
+    assert stats.paired([0.1, 0.1]).interval(0.05) == (0.1, 0.1)
+
+
+def drifting(effect: float, rounds: int, generator: random.Random) -> tuple[dict, dict]:
+    """A node that warms up over the sweep: every round is 15 % faster than the one before, the
+    same for both cells (as seen in a real A/A sweep, where CPU per task fell 3x over 5 rounds)."""
+    samples: dict[str, list[models.Results]] = {"c0": [], "c1": []}
+    for round_ in range(rounds):
+        level = 1000 * 0.85 ** round_
+        for cell, factor in (("c0", 1.0), ("c1", 1 + effect)):
+            samples[cell].append(models.Results(tasks=[models.TaskResult(task="t0", throughput=models.Throughput(
+                median=level * factor * math.exp(generator.gauss(0, 0.03)), unit="docs/s"))]))
+    return samples, {cell: list(range(1, rounds + 1)) for cell in samples}
+
+
+def test_pairing_by_round_cancels_drift_that_hides_an_effect_from_independent_samples():
+    samples, rounds = drifting(0.10, 5, random.Random(4))
+    primary = [("t0", "throughput.median")]
+    independent = stats.compare_cells(samples, "c0", primary=primary)[0].cells[1]
+    paired = stats.compare_cells(samples, "c0", models.Statistics(paired=True), primary, rounds)[0].cells[1]
+    assert independent.verdict == Verdict.INCONCLUSIVE
+    assert paired.verdict == Verdict.BETTER and 0 < paired.low_percent < 10 < paired.high_percent < 20
+    # Pairs are made by round: a round the baseline lacks leaves its contender run out.
+    lacking = {"c0": samples["c0"][1:], "c1": samples["c1"]}
+    rows = stats.compare_cells(lacking, "c0", models.Statistics(paired=True), primary, {"c0": [2, 3, 4, 5],
+                                                                                         "c1": [1, 2, 3, 4, 5]})
+    assert rows[0].cells[1].summary.n == 5 and rows[0].cells[1].verdict == Verdict.BETTER
+
+
+def test_paired_a_a_sweeps_on_a_drifting_node_keep_false_verdicts_at_the_stated_rate():
+    generator, sweeps, alpha = random.Random(21), 400, 0.05
+    false_sweeps = 0
+    for _ in range(sweeps):
+        samples, rounds = drifting(0.0, 5, generator)
+        [row] = stats.compare_cells(samples, "c0", models.Statistics(paired=True), [("t0", "throughput.median")],
+                                    rounds)
+        false_sweeps += row.cells[1].verdict in (Verdict.BETTER, Verdict.WORSE)
+    assert false_sweeps / sweeps <= alpha + monte_carlo_bound(alpha, sweeps)

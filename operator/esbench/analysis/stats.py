@@ -147,6 +147,28 @@ def welch(baseline: Sequence[float], contender: Sequence[float]) -> Shift:
     return Shift(estimate, p, interval, spread)
 
 
+def paired(differences: Sequence[float]) -> Shift:
+    """Mean of per-round differences (contender minus baseline, run against run of one round),
+    the paired t-test and its interval (n >= 2 pairs). Drift between rounds (a node warming up
+    over a sweep) moves both runs of a round and cancels out."""
+    n = len(differences)
+    estimate = statistics.fmean(differences)
+    deviation = statistics.stdev(differences)
+    # The per-run spread that gives this interval's width through detectable_shift(spread, n, n).
+    spread = deviation / math.sqrt(2)
+    if deviation == 0:
+        return Shift(estimate, 0.0 if estimate else 1.0, lambda alpha: (estimate, estimate), 0.0)
+    t = _scipy_stats().t
+    se = deviation / math.sqrt(n)
+    p = float(2 * t.sf(abs(estimate) / se, n - 1))
+
+    def interval(alpha: float) -> tuple[float, float]:
+        half = float(t.ppf(1 - alpha / 2, n - 1)) * se
+        return estimate - half, estimate + half
+
+    return Shift(estimate, p, interval, spread)
+
+
 @functools.lru_cache(maxsize=4096)
 def _rank_test_p(above: int, n_baseline: int, n_contender: int) -> float:
     """The two-sided Mann-Whitney p-value when `above` of the n_baseline * n_contender pairs have
@@ -345,6 +367,7 @@ def compare_cells(
     baseline: str,
     statistics_: models.Statistics | None = None,
     primary: Iterable[tuple[str, str]] = (),
+    rounds: Mapping[str, Sequence[int]] | None = None,
 ) -> list[Row]:
     """One Row per (section, subject, metric) that has a value in any cell, in the order of
     compare.measurements (tasks, then cluster, then nodes).
@@ -352,7 +375,9 @@ def compare_cells(
     `samples` maps each cell (baseline included, in cell order) to the Results of its
     successful runs. Cells still without values for a metric are left out of its row, so
     partial results of a running sweep show what is there. `primary` names the (task, metric)
-    pairs of the sweep's primary questions; every other row is exploratory.
+    pairs of the sweep's primary questions; every other row is exploratory. With
+    statistics.paired, `rounds` gives each sample's round (in the samples' order), and a
+    contender is compared run against run with the baseline's run of the same round.
     """
     statistics_ = statistics_ or models.Statistics()
     _check_confidence(statistics_.confidence)
@@ -363,10 +388,11 @@ def compare_cells(
 
     Key = tuple[Section, str, str]
     values: dict[Key, dict[str, list[float]]] = {}
+    round_of: dict[Key, dict[str, list[int]]] = {}  # the round of each value, with statistics.paired
     first: dict[Key, compare.Measurement] = {}  # metric and subject of the row
     units: dict[Key, str] = {}
     for cell, runs in samples.items():
-        for results in runs:
+        for position, results in enumerate(runs):
             for m in compare.measurements(results):
                 key = (m.section, m.subject, m.metric.key)
                 first.setdefault(key, m)
@@ -374,6 +400,8 @@ def compare_cells(
                 if m.value is None or not math.isfinite(m.value):
                     continue
                 values.setdefault(key, {}).setdefault(cell, []).append(float(m.value))
+                if rounds is not None:
+                    round_of.setdefault(key, {}).setdefault(cell, []).append(rounds[cell][position])
                 if m.unit:
                     units.setdefault(key, m.unit)
     section_rank = {s: i for i, s in enumerate(Section)}
@@ -399,8 +427,13 @@ def compare_cells(
             if baseline_values:
                 on = scale(baseline_values, by_cell[cell])
                 b, c = on.values(baseline_values), on.values(by_cell[cell])
+                if statistics_.paired and rounds is not None:
+                    by_round = dict(zip(round_of[key][baseline], b, strict=True))
+                    pairs = [(by_round[r], v) for r, v in zip(round_of[key][cell], c, strict=True) if r in by_round]
+                    b, c = [x for x, _ in pairs], [y for _, y in pairs]
                 if len(b) > 1 and len(c) > 1:
-                    shift = SHIFTS[statistics_.test](b, c)
+                    shift = (paired([y - x for x, y in zip(b, c, strict=True)]) if statistics_.paired and rounds
+                             is not None else SHIFTS[statistics_.test](b, c))
                     pending[family].append(_Pending(len(rows), len(cells), shift, on, len(b), len(c)))
                     estimate = shift.estimate
                 else:  # a difference between single runs (or a mean): no interval, no verdict

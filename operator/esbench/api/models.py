@@ -848,6 +848,11 @@ class Statistics(Model):
         5.0, gt=0,
         description="The change that does not matter: a comparison whose interval lies within +-this is "
                     "Equivalent; a cell whose coefficient of variation exceeds it is flagged noisy.")
+    paired: bool = Field(
+        False,
+        description="Compare each contender's run with the baseline's run of the same round (the ratio of the two), "
+                    "a paired t interval: drift between rounds (a node warming up over the sweep) cancels out. Needs "
+                    "order Interleaved or Shuffled and test WelchT.")
     target_width_percent: float | None = Field(
         None, gt=0, le=200,
         description="With maxRepetitions: a cell gets further rounds while one of its primary comparisons has an "
@@ -876,6 +881,10 @@ class SweepSpec(Model):
          "could never fail"),
         ("!has(self.maxRepetitions) || self.maxRepetitions > (has(self.repetitions) ? self.repetitions : 3)",
          "maxRepetitions must be more than repetitions (the rounds every cell runs)"),
+        ("!has(self.statistics) || !has(self.statistics.paired) || !self.statistics.paired || "
+         "((!has(self.order) || self.order != 'Sequential') && "
+         "(!has(self.statistics.test) || self.statistics.test == 'WelchT'))",
+         "statistics.paired compares the runs of one round: it needs order Interleaved or Shuffled and test WelchT"),
         ("!has(self.maxRepetitions) || has(self.gates) || (has(self.statistics) && has(self.statistics.primary))",
          "maxRepetitions needs a primary question (statistics.primary or gates): further rounds go on until its "
          "intervals are narrow enough"),

@@ -182,7 +182,7 @@ def primary_widths(plan: grid.Plan, states: list[Progress], spec: SweepSpec) -> 
     if not by_cell[plan.baseline.id]:
         return {}
     widths: dict[str, float | None] = {}
-    for row in stats.compare_cells(by_cell, plan.baseline.id, spec.statistics, primary):
+    for row in stats.compare_cells(by_cell, plan.baseline.id, spec.statistics, primary, rounds(plan, states)):
         if row.family != stats.Family.PRIMARY:
             continue
         for cell in row.cells:
@@ -298,12 +298,21 @@ def _interval(found: stats.CellStats) -> str:
 
 def samples(plan: grid.Plan, states: list[Progress]) -> dict[str, list[Results]]:
     """Each cell's results from its succeeded runs (warm-up runs left out)."""
-    found: dict[str, list[Results]] = {cell.id: [] for cell in plan.cells}
+    return {cell: [results for _, results in found] for cell, found in _succeeded(plan, states).items()}
+
+
+def rounds(plan: grid.Plan, states: list[Progress]) -> dict[str, list[int]]:
+    """The round (repetition) of each of samples()' results, in the same order."""
+    return {cell: [repetition for repetition, _ in found] for cell, found in _succeeded(plan, states).items()}
+
+
+def _succeeded(plan: grid.Plan, states: list[Progress]) -> dict[str, list[tuple[int, Results]]]:
+    found: dict[str, list[tuple[int, Results]]] = {cell.id: [] for cell in plan.cells}
     for state in states:
         if state.state == RunState.SUCCEEDED and state.run.cell.id in found:
             results = (state.latest.get("status") or {}).get("results")
             if results:
-                found[state.run.cell.id].append(Results.model_validate(results))
+                found[state.run.cell.id].append((state.run.repetition, Results.model_validate(results)))
     return found
 
 
@@ -311,7 +320,8 @@ def comparison(plan: grid.Plan, states: list[Progress], spec: SweepSpec) -> list
     by_cell = samples(plan, states)
     if not any(by_cell.values()):
         return []
-    return stats.compare_cells(by_cell, plan.baseline.id, spec.statistics, spec.primary_questions())
+    return stats.compare_cells(by_cell, plan.baseline.id, spec.statistics, spec.primary_questions(),
+                               rounds(plan, states))
 
 
 def cell_contrasts(plan: grid.Plan, states: list[Progress], spec: SweepSpec) -> list[dict[str, Any]]:
