@@ -169,3 +169,32 @@ def test_show_prints_latency_beside_service_time_each_tasks_node_cpu_contrasts_a
     # The document written by `esbench run` carries the contrast too.
     (wire,) = document["status"]["contrasts"]
     assert [c["cell"] for c in wire["rows"][0]["cells"]] == ["range-1900-1989", "terms-1900-1989"]
+
+
+def test_repeated_runs_of_two_specs_get_the_sweeps_statistics(esbench, result_files, tmp_path):
+    document = json.loads(result_files[0].read_text())
+    task = document["status"]["results"]["tasks"][0]
+    paths = []
+    for codec, factor in (("default", 1.0), ("best_compression", 0.8)):
+        for repetition, jitter in enumerate((0.99, 1.0, 1.01)):
+            run = json.loads(json.dumps(document))
+            run["metadata"]["name"] = f"{codec}-r{repetition}"
+            run["spec"]["index"]["codec"] = codec
+            run["status"]["results"]["tasks"][0]["throughput"]["median"] = task["throughput"]["median"] * factor * jitter
+            paths.append(tmp_path / f"{codec}-{repetition}.json")
+            paths[-1].write_text(json.dumps(run))
+    primary = f"{task['task']}:throughput.median"
+    shown = esbench("compare", *map(str, paths), "--repeated", "--primary", primary, "--format", "json")
+    assert shown.exit_code == 0, shown.stderr
+    data = json.loads(shown.stdout)
+    assert data["groups"] == {"g0": ["default-r0", "default-r1", "default-r2"],
+                              "g1": ["best_compression-r0", "best_compression-r1", "best_compression-r2"]}
+    assert data["corrections"]["primary"] == {"correction": "Holm", "comparisons": 1}
+    row = next(r for r in data["comparison"] if r["subject"] == task["task"] and r["metric"] == "throughput.median")
+    contender = row["cells"][1]
+    assert row["family"] == "primary" and contender["verdict"] == "Worse"
+    assert contender["changeLowPercent"] < -20 < contender["changeHighPercent"] < -15
+    table = esbench("compare", *map(str, paths), "--repeated")
+    assert table.exit_code == 0 and "g1: best_compression-r0" in table.stdout and "Worse" in table.stdout
+    same = esbench("compare", *map(str, paths[:3]), "--repeated")
+    assert same.exit_code == 2 and "every run given has the same spec" in same.stderr

@@ -294,6 +294,23 @@ def environment_warnings(entries: list[Entry]) -> list[str]:
     return warnings
 
 
+@dataclass
+class Group:
+    name: str  # g0 (the baseline), g1, ...
+    entries: list[Entry]
+
+
+def repetition_groups(entries: list[Entry]) -> list[Group]:
+    """Runs of the same spec are repetitions of one configuration: one group each, in order."""
+    found: dict[str, Group] = {}
+    for entry in entries:
+        if entry.spec is None:
+            raise NotComparable(f"{entry.label} has no spec (a race.json?): which runs repeat which is not known")
+        key = entry.spec.model_dump_json()
+        found.setdefault(key, Group(f"g{len(found)}", [])).entries.append(entry)
+    return list(found.values())
+
+
 def _units_warning(sample: Measurement, found: list[Measurement | None], entries: list[Entry]) -> str:
     """Which Experiments report a figure in another unit than the first, and why when it is known:
     Rally counts a request that failed as one op, not as its documents, so a bulk task with

@@ -207,19 +207,28 @@ _context = click.option("--context", default=None, help="kube context (default: 
 @click.option("--format", "format_", type=click.Choice(["table", "markdown", "csv", "json"]), default="table",
               show_default=True)
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write here, not to stdout.")
+@click.option("--repeated", is_flag=True,
+              help="The Experiments are repetitions: those with the same spec form a group, the first group is the "
+                   "baseline, and each other group is compared with it as a sweep compares its cells.")
+@click.option("--primary", "primary", multiple=True, metavar="TASK:METRIC",
+              help="With --repeated: a primary question (corrected by Holm; the rest by Benjamini-Hochberg).")
 def compare_command(inputs: tuple[str, ...], namespace: str | None, context: str | None, format_: str,
-                    output: Path | None) -> None:
+                    output: Path | None, repeated: bool, primary: tuple[str, ...]) -> None:
     """Compare Experiments: the first is the baseline, every other one a contender.
 
     EXPERIMENT is a result file (`esbench run --output`, `kubectl get esx NAME -o json|yaml`, a
-    `kubectl get esx -o json` list, or Rally's race.json) or the name of an Experiment in the
-    current kube context. Per task and metric: the values, the difference to the baseline
-    (absolute and %), and whether that is better or worse (throughput: higher is better;
-    latency, service time, times, sizes, errors, CPU: lower is better).
+    `kubectl get esx -o json` list, or Rally's race.json), the folder `esbench run SWEEP.yaml`
+    writes, or the name of an Experiment in the current kube context. Per task and metric: the
+    values and the difference to the baseline (absolute and %): run against run, a difference,
+    never a verdict. With --repeated, runs of one spec are repetitions, and each group gets the
+    sweep's statistics: the change with its interval, raw and adjusted p-values, a verdict.
     """
     entries = _load(inputs, namespace, context)
     if len(entries) < 2:
         raise click.UsageError("compare needs at least two Experiments (a baseline and a contender)")
+    if repeated:
+        _compare_repeated(entries, primary, format_, output)
+        return
     comparison = compare.compare(entries)
     if format_ == "table":
         with open(output, "w") if output else contextlib.nullcontext(None) as file:
@@ -233,6 +242,37 @@ def compare_command(inputs: tuple[str, ...], namespace: str | None, context: str
         output.write_text(text)
     else:
         sys.stdout.write(text)
+
+
+def _compare_repeated(entries: list[compare.Entry], primary: tuple[str, ...], format_: str,
+                      output: Path | None) -> None:
+    if format_ not in ("table", "json"):
+        raise click.UsageError("--repeated prints a table or JSON")
+    questions = []
+    for question in primary:
+        task, _, metric = question.rpartition(":")
+        if not task or metric not in models.METRIC_NAMES:
+            raise click.UsageError(f"--primary {question}: give TASK:METRIC, METRIC one of {', '.join(models.METRIC_NAMES)}")
+        questions.append((task, metric))
+    try:
+        groups = compare.repetition_groups(entries)
+    except compare.NotComparable as error:
+        raise click.UsageError(str(error)) from error
+    if len(groups) < 2:
+        raise click.UsageError("--repeated needs runs of at least two specs: every run given has the same spec")
+    samples = {group.name: [entry.results for entry in group.entries] for group in groups}
+    rows = stats.compare_cells(samples, groups[0].name, primary=questions)
+    if format_ == "json":
+        text = json.dumps({"groups": {g.name: [e.label for e in g.entries] for g in groups},
+                           "corrections": stats.corrections(rows), "comparison": stats.to_wire(rows)}, indent=2)
+        output.write_text(text + "\n") if output else sys.stdout.write(text + "\n")
+        return
+    with open(output, "w") if output else contextlib.nullcontext(None) as file:
+        console = Console(file=file, width=200) if file else _console()
+        for group in groups:
+            console.print(f"{group.name}: {', '.join(escape(e.label) for e in group.entries)}", highlight=False,
+                          soft_wrap=True)
+        console.print(rendering.comparison_statistics(groups[0].name, stats.corrections(rows), stats.to_wire(rows)))
 
 
 # --- esbench show --------------------------------------------------------------------------

@@ -232,16 +232,20 @@ def sweep_tables(document: dict[str, Any]) -> list[Table]:
         name = f"{cell['id']} (baseline)" if cell.get("baseline") else cell["id"]
         cells.add_row(name, escape(cell["label"]), *[str(cell.get(k, 0)) for k in ("succeeded", "failed", "running",
                                                                                   "pending")], cell.get("cluster", "–"))
-    corrections = state.get("corrections") or {}
-    families = "; ".join(f"{family}: {corrections[family]['correction']} over {corrections[family]['comparisons']}"
-                         for family in ("primary", "exploratory") if (corrections.get(family) or {}).get("comparisons"))
-    title = f"Comparison against {state.get('baseline', '?')}" + (f" (corrected for many comparisons: {families})"
-                                                                    if families else "")
-    tables = [cells, statistics_table(title, "task", state.get("comparison", []))]
+    tables = [cells, comparison_statistics(state.get("baseline", "?"), state.get("corrections") or {},
+                                           state.get("comparison", []))]
     for contrast in state.get("contrasts", []):
         title = f"{contrast['cell']}: contrast {contrast['name']}, against task {contrast['baseline']} over the cell's runs"
         tables.append(statistics_table(title, "contrast", contrast["rows"], contender="task"))
     return tables
+
+
+def comparison_statistics(baseline: str, corrections: dict[str, Any], rows: list[dict[str, Any]]) -> Table:
+    """A comparison of cells (stats.to_wire rows), titled with its corrections."""
+    families = "; ".join(f"{family}: {corrections[family]['correction']} over {corrections[family]['comparisons']}"
+                         for family in ("primary", "exploratory") if (corrections.get(family) or {}).get("comparisons"))
+    title = f"Comparison against {baseline}" + (f" (corrected for many comparisons: {families})" if families else "")
+    return statistics_table(title, "task", rows)
 
 
 def change_text(found: dict[str, Any]) -> str:
