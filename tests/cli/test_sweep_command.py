@@ -30,7 +30,8 @@ def sweep_document() -> dict:
             "progress": {"summary": "6/6", "cells": 2, "runs": 6, "succeeded": 6},
             "cells": [{"id": "c0", "label": 'index.codec="default"', "baseline": True, "succeeded": 3,
                        "cluster": "codec-g0"},
-                      {"id": "c1", "label": 'index.codec="best_compression"', "succeeded": 3, "cluster": "codec-g0"}],
+                      {"id": "c1", "label": 'index.codec="best_compression"', "succeeded": 3, "cluster": "codec-g0",
+                       "stopped": "primary intervals at most 3.2 pp wide after 3 runs, within the target 10 pp"}],
             "comparison": stats.to_wire(rows),
             "corrections": stats.corrections(rows),
             "timing": {"runs": 6, "runSeconds": 95.0, "taskSeconds": 3.2, "overheadSeconds": 91.8},
@@ -49,6 +50,7 @@ def test_sweep_prints_cells_comparison_and_gates(esbench, tmp_path):
     assert 'index.codec="best_compression"' in run.stdout and "c0 (baseline)" in run.stdout
     text = " ".join(run.stdout.split())
     assert "a run (median of 6): 95 s, of which Rally's tasks 3 s and overhead 92 s (97 %)" in text
+    assert "primary intervals at most 3.2 pp wide after 3 runs" in text  # why c1 got no further round
     assert "Comparison against c0 (corrected for many comparisons: primary: Holm over 1; exploratory: " \
            "Benjamini-Hochberg over" in text
     # The contender's change on index-append throughput, its interval and its verdict, on one line.

@@ -226,12 +226,14 @@ def sweep_tables(document: dict[str, Any]) -> list[Table]:
     contender's medians, the change with its interval, the p-values and the verdict."""
     state = document.get("status") or {}
     cells = Table(title="Cells", title_justify="left")
-    for column in ("cell", "values", "succeeded", "failed", "running", "pending", "cluster"):
+    stops = any("stopped" in cell for cell in state.get("cells", []))  # rounds until the answer is clear
+    for column in ("cell", "values", "succeeded", "failed", "running", "pending", "cluster", *(["stopped"] * stops)):
         cells.add_column(column, justify="right" if column in ("succeeded", "failed", "running", "pending") else "left")
     for cell in state.get("cells", []):
         name = f"{cell['id']} (baseline)" if cell.get("baseline") else cell["id"]
         cells.add_row(name, escape(cell["label"]), *[str(cell.get(k, 0)) for k in ("succeeded", "failed", "running",
-                                                                                  "pending")], cell.get("cluster", "–"))
+                                                                                  "pending")], cell.get("cluster", "–"),
+                      *([escape(cell.get("stopped", ""))] * stops))
     tables = [cells, comparison_statistics(state.get("baseline", "?"), state.get("corrections") or {},
                                            state.get("comparison", []))]
     for contrast in state.get("contrasts", []):
@@ -270,7 +272,12 @@ def statistics_table(title: str, subject: str, rows: list[dict[str, Any]], conte
     named = len(contender_ids) > 1 or contender != "cell"
     columns = (subject, "metric", *([contender] if named else []), "baseline", "contender", "unit",
                "change [interval]", "p raw/adj.", "verdict")
-    table = Table(title=escape(title), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    table = Table(title=escape(title), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+                  caption=escape("baseline, contender: medians of the runs. change: the ratio on the runs' logarithms "
+                                 "(of geometric means, or Hodges-Lehmann with MannWhitneyU); where a run has 0, the "
+                                 "difference of means in % of the baseline's. [interval] at the corrected level; p "
+                                 "raw/adjusted."),
+                  caption_justify="left")
     for column in columns:
         justify = "right" if column in ("baseline", "contender", "change [interval]", "p raw/adj.") else "left"
         table.add_column(column, justify=justify, overflow="fold", no_wrap=column in ("change [interval]", "p raw/adj."))
