@@ -9,12 +9,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import yaml
 
 from esbench.api import models
 from tests.support.elasticsearch import LATEST
+from tests.support.waiting import wait_for
 
 SWEEP = {
     "apiVersion": models.API_VERSION, "kind": models.SWEEP_KIND, "metadata": {"name": "local-codec"},
@@ -35,22 +35,22 @@ def test_a_sweep_interrupted_mid_run_resumes_where_it_stopped(esbench, esrally, 
     url = clusters.get(LATEST).url
     (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(SWEEP))
     folder = tmp_path / "local-codec"
-    command = [sys.executable, "-m", "esbench.cli", "run", "sweep.yaml", "--es-url", url]
+    # --work-dir: each run's own folder in it appears as the run begins, the evidence waited for.
+    command = [sys.executable, "-m", "esbench.cli", "run", "sweep.yaml", "--es-url", url, "--work-dir", "work"]
     environment = {**os.environ, "COLUMNS": "200", "ESBENCH_ESRALLY": esrally}
-    first = subprocess.Popen(command, cwd=tmp_path, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True)
+    with open(tmp_path / "first.out", "w") as stdout, open(tmp_path / "first.err", "w") as stderr:
+        first = subprocess.Popen(command, cwd=tmp_path, env=environment, stdout=stdout, stderr=stderr)
     try:
         # Interrupted once the first run has ended and the second one has begun.
-        deadline = time.monotonic() + 300
-        while not (folder / "runs" / "local-codec-c0-r1.json").exists():
-            assert first.poll() is None and time.monotonic() < deadline, first.communicate()
-            time.sleep(0.5)
-        time.sleep(2)
+        wait_for(lambda: first.poll() is not None or (tmp_path / "work" / "local-codec-c1-r1").exists(), 300,
+                 "the second run to begin")
+        assert first.poll() is None, "the sweep ended before it was interrupted"
         first.send_signal(signal.SIGINT)
-        out, err = first.communicate(timeout=120)
+        first.wait(timeout=120)
     finally:
         if first.poll() is None:
             first.kill()
+    out, err = (tmp_path / "first.out").read_text(), (tmp_path / "first.err").read_text()
     assert first.returncode == 130, out + err
     assert "the runs that ended are in local-codec; run the same command again to go on" in " ".join(err.split())
     assert sorted(p.name for p in (folder / "runs").iterdir()) == ["local-codec-c0-r1.json"]
