@@ -13,7 +13,7 @@ import pytest
 
 from esbench.api import models, validation
 from esbench.cli import local, localsweep
-from esbench.controller import grid, manifests
+from esbench.controller import grid, manifests, sweepstate
 
 SWEEP = {
     "apiVersion": models.API_VERSION, "kind": models.SWEEP_KIND, "metadata": {"name": "codec"},
@@ -66,7 +66,8 @@ def test_an_interrupted_sweep_resumes_without_losing_or_repeating_a_run(tmp_path
     def go(stop_after: int | None) -> None:
         previous, runs = folder.read(stored)
         for _ in range(stop_after or 100):
-            document, _ = localsweep.sweep_document(stored, "uid", plan, spec, runs, previous, "2026-11-26T10:00:00Z")
+            document, _ = localsweep.sweep_document(stored, "uid", sweepstate.with_rounds(plan, spec, runs), spec, runs, previous,
+                                                    "2026-11-26T10:00:00Z")
             folder.write_sweep(document)
             previous = document
             step = localsweep.pending(plan, spec, runs)
@@ -92,7 +93,8 @@ def test_an_interrupted_sweep_resumes_without_losing_or_repeating_a_run(tmp_path
 def test_a_folder_of_another_spec_is_refused(tmp_path):
     stored, spec, plan = admitted()
     folder = localsweep.Folder(tmp_path)
-    document, _ = localsweep.sweep_document(stored, "uid", plan, spec, [], None, "2026-11-26T10:00:00Z")
+    document, _ = localsweep.sweep_document(stored, "uid", sweepstate.Rounds(plan, {}), spec, [], None,
+                                            "2026-11-26T10:00:00Z")
     folder.write_sweep(document)
     other = copy.deepcopy(SWEEP)
     other["spec"]["repetitions"] = 3
@@ -106,7 +108,8 @@ def test_the_status_is_the_operators_and_the_exit_status_follows_gates_then_fail
     runs: list[dict[str, Any]] = []
     while (step := localsweep.pending(plan, spec, runs)) is not None:
         runs.append(made(step, spec, jitter=step.run.repetition))
-    document, report = localsweep.sweep_document(stored, "uid", plan, spec, runs, None, "2026-11-26T10:00:00Z")
+    document, report = localsweep.sweep_document(stored, "uid", sweepstate.Rounds(plan, {}), spec, runs, None,
+                                                    "2026-11-26T10:00:00Z")
     state = models.SweepStatus.model_validate(document["status"])
     assert state.phase == models.SweepPhase.SUCCEEDED and state.baseline == "c0"
     assert {c["type"]: c["status"] for c in document["status"]["conditions"]} == {"Complete": "True",
@@ -115,12 +118,14 @@ def test_the_status_is_the_operators_and_the_exit_status_follows_gates_then_fail
     passing = copy.deepcopy(SWEEP)
     passing["spec"]["gates"][0]["maxRegressionPercent"] = 50
     stored, spec, plan = admitted(passing)
-    _, report = localsweep.sweep_document(stored, "uid", plan, spec, runs, None, "2026-11-26T10:00:00Z")
+    _, report = localsweep.sweep_document(stored, "uid", sweepstate.Rounds(plan, {}), spec, runs, None,
+                                                    "2026-11-26T10:00:00Z")
     assert localsweep.exit_code(report) == 0
     failing = [made(localsweep.Next(run, attempt, "", True), spec, succeeded=False)
                for run in plan.runs for attempt in (1, 2) if run.cell.id == "c1" and run.repetition == 2]
-    _, report = localsweep.sweep_document(stored, "uid", plan, spec, [r for r in runs if "c1-r2" not in
-                                                                        r["metadata"]["name"]] + failing, None, "now")
+    _, report = localsweep.sweep_document(stored, "uid", sweepstate.Rounds(plan, {}), spec,
+                                          [r for r in runs if "c1-r2" not in r["metadata"]["name"]] + failing, None,
+                                          "now")
     assert report.fields["phase"] == "Failed" and localsweep.exit_code(report) == localsweep.EXIT_RUNS_FAILED
 
 

@@ -96,8 +96,8 @@ class Next:
 
 
 def pending(plan: grid.Plan, spec: SweepSpec, runs: list[dict[str, Any]]) -> Next | None:
-    """The run to make next, one at a time as the operator would with parallelism 1."""
-    plan = sweepstate.with_rounds(plan, spec, runs).plan
+    """The run to make next, one at a time as the operator would with parallelism 1 (`plan` with
+    the rounds the runs call for: sweepstate.with_rounds)."""
     states = sweepstate.progress(plan, runs, spec.max_retries)
     by_key = {s.run.key: s for s in states}
     run_groups = sweepstate.groups(plan, spec.cluster_reuse)
@@ -110,11 +110,11 @@ def pending(plan: grid.Plan, spec: SweepSpec, runs: list[dict[str, Any]]) -> Nex
     return Next(run, len(by_key[run.key].attempts) + 1, group, shared)
 
 
-def sweep_document(stored: dict[str, Any], uid: str, plan: grid.Plan, spec: SweepSpec, runs: list[dict[str, Any]],
-                   previous: dict[str, Any] | None, now: str) -> tuple[dict[str, Any], sweepstate.StatusReport]:
+def sweep_document(stored: dict[str, Any], uid: str, rounds: sweepstate.Rounds, spec: SweepSpec,
+                   runs: list[dict[str, Any]], previous: dict[str, Any] | None, now: str
+                   ) -> tuple[dict[str, Any], sweepstate.StatusReport]:
     """The ExperimentSweep with the status the operator would write for these runs."""
     name = stored["metadata"]["name"]
-    rounds = sweepstate.with_rounds(plan, spec, runs)
     plan = rounds.plan
     states = sweepstate.progress(plan, runs, spec.max_retries)
     run_groups = sweepstate.groups(plan, spec.cluster_reuse)
@@ -205,10 +205,11 @@ def run(stored: dict[str, Any], spec: SweepSpec, options: local.Options, progres
     made = 0
     with _Nodes(options, progress) as nodes:
         while True:
-            document, report = sweep_document(stored, uid, plan, spec, runs, previous, _now())
+            rounds = sweepstate.with_rounds(plan, spec, runs)  # once per run: it compares the primary questions
+            document, report = sweep_document(stored, uid, rounds, spec, runs, previous, _now())
             out.write_sweep(document)
             previous = document
-            following = pending(plan, spec, runs)
+            following = pending(rounds.plan, spec, runs)
             if following is None:
                 return SweepOutcome(document, exit_code(report), made)
             run_, attempt = following.run, following.attempt

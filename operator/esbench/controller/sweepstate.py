@@ -298,21 +298,22 @@ def _interval(found: stats.CellStats) -> str:
 
 def samples(plan: grid.Plan, states: list[Progress]) -> dict[str, list[Results]]:
     """Each cell's results from its succeeded runs (warm-up runs left out)."""
-    return {cell: [results for _, results in found] for cell, found in _succeeded(plan, states).items()}
+    return {cell: [Results.model_validate(state.latest["status"]["results"]) for state in found]
+            for cell, found in _succeeded(plan, states).items()}
 
 
 def rounds(plan: grid.Plan, states: list[Progress]) -> dict[str, list[int]]:
     """The round (repetition) of each of samples()' results, in the same order."""
-    return {cell: [repetition for repetition, _ in found] for cell, found in _succeeded(plan, states).items()}
+    return {cell: [state.run.repetition for state in found] for cell, found in _succeeded(plan, states).items()}
 
 
-def _succeeded(plan: grid.Plan, states: list[Progress]) -> dict[str, list[tuple[int, Results]]]:
-    found: dict[str, list[tuple[int, Results]]] = {cell.id: [] for cell in plan.cells}
+def _succeeded(plan: grid.Plan, states: list[Progress]) -> dict[str, list[Progress]]:
+    """Each compared cell's succeeded runs that have results, in plan order."""
+    found: dict[str, list[Progress]] = {cell.id: [] for cell in plan.cells}
     for state in states:
-        if state.state == RunState.SUCCEEDED and state.run.cell.id in found:
-            results = (state.latest.get("status") or {}).get("results")
-            if results:
-                found[state.run.cell.id].append((state.run.repetition, Results.model_validate(results)))
+        if (state.state == RunState.SUCCEEDED and state.run.cell.id in found
+                and (state.latest.get("status") or {}).get("results")):
+            found[state.run.cell.id].append(state)
     return found
 
 
