@@ -126,17 +126,11 @@ class Shift:
     spread: float  # the values' standard deviation, pooled: for planning runs
 
 
-def welch(baseline: Sequence[float], contender: Sequence[float]) -> Shift:
-    """Difference of means, Welch's two-sided t-test and its interval (n >= 2 on each side)."""
-    nb, nc = len(baseline), len(contender)
-    vb, vc = statistics.variance(baseline) / nb, statistics.variance(contender) / nc
-    estimate = statistics.fmean(contender) - statistics.fmean(baseline)
-    spread = math.sqrt((statistics.variance(baseline) + statistics.variance(contender)) / 2)
-    se = math.sqrt(vb + vc)
+def _t_shift(estimate: float, se: float, df: float, spread: float) -> Shift:
+    """A shift with its two-sided t-test and t interval; an exact one when nothing varies (a count
+    that is always the same)."""
     if se == 0:
-        # Neither side varies: the difference is exact (a count that is always the same).
         return Shift(estimate, 0.0 if estimate else 1.0, lambda alpha: (estimate, estimate), 0.0)
-    df = (vb + vc) ** 2 / (vb ** 2 / (nb - 1) + vc ** 2 / (nc - 1))
     t = _scipy_stats().t
     p = float(2 * t.sf(abs(estimate) / se, df))
 
@@ -147,26 +141,27 @@ def welch(baseline: Sequence[float], contender: Sequence[float]) -> Shift:
     return Shift(estimate, p, interval, spread)
 
 
+def _pooled_spread(baseline: Sequence[float], contender: Sequence[float]) -> float:
+    return math.sqrt((statistics.variance(baseline) + statistics.variance(contender)) / 2)
+
+
+def welch(baseline: Sequence[float], contender: Sequence[float]) -> Shift:
+    """Difference of means, Welch's two-sided t-test and its interval (n >= 2 on each side)."""
+    nb, nc = len(baseline), len(contender)
+    vb, vc = statistics.variance(baseline) / nb, statistics.variance(contender) / nc
+    estimate = statistics.fmean(contender) - statistics.fmean(baseline)
+    df = (vb + vc) ** 2 / (vb ** 2 / (nb - 1) + vc ** 2 / (nc - 1)) if vb + vc else math.inf
+    return _t_shift(estimate, math.sqrt(vb + vc), df, _pooled_spread(baseline, contender))
+
+
 def paired(differences: Sequence[float]) -> Shift:
     """Mean of per-round differences (contender minus baseline, run against run of one round),
     the paired t-test and its interval (n >= 2 pairs). Drift between rounds (a node warming up
     over a sweep) moves both runs of a round and cancels out."""
     n = len(differences)
-    estimate = statistics.fmean(differences)
     deviation = statistics.stdev(differences)
-    # The per-run spread that gives this interval's width through detectable_shift(spread, n, n).
-    spread = deviation / math.sqrt(2)
-    if deviation == 0:
-        return Shift(estimate, 0.0 if estimate else 1.0, lambda alpha: (estimate, estimate), 0.0)
-    t = _scipy_stats().t
-    se = deviation / math.sqrt(n)
-    p = float(2 * t.sf(abs(estimate) / se, n - 1))
-
-    def interval(alpha: float) -> tuple[float, float]:
-        half = float(t.ppf(1 - alpha / 2, n - 1)) * se
-        return estimate - half, estimate + half
-
-    return Shift(estimate, p, interval, spread)
+    # spread: the per-run spread that gives this interval's width through detectable_shift(spread, n, n).
+    return _t_shift(statistics.fmean(differences), deviation / math.sqrt(n), n - 1, deviation / math.sqrt(2))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -189,7 +184,7 @@ def mann_whitney(baseline: Sequence[float], contender: Sequence[float]) -> Shift
     pairs = len(differences)
     estimate = float(statistics.median(differences))
     p = float(_scipy_stats().mannwhitneyu(contender, baseline, alternative="two-sided").pvalue)
-    spread = math.sqrt((statistics.variance(baseline) + statistics.variance(contender)) / 2)
+    spread = _pooled_spread(baseline, contender)
 
     def interval(alpha: float) -> tuple[float, float]:
         # A shift between the i-th and the (i+1)-th smallest difference leaves pairs - i pairs with
@@ -267,7 +262,7 @@ def adjust(p_values: Sequence[float], family: Family) -> list[float]:
         return [float(p) for p in _scipy_stats().false_discovery_control(list(p_values), method="bh")]
     # Holm: the i-th smallest p times (m - i), made non-decreasing, at most 1. (statsmodels'
     # multipletests gives the same, tests/unit/test_stats.py checks it, but runs a full garbage
-    # collection on every call: 30-55 ms in a reconcile, and in every simulated sweep.)
+    # collection on every call, in every reconcile and every simulated sweep.)
     m = len(p_values)
     adjusted = [0.0] * m
     running = 0.0
@@ -385,6 +380,7 @@ def compare_cells(
         raise ValueError(f"baseline cell {baseline!r} is not among the cells {sorted(samples)}")
     primary = set(primary)
     threshold = statistics_.noise_threshold_percent
+    pairing = statistics_.paired and rounds is not None
 
     Key = tuple[Section, str, str]
     values: dict[Key, dict[str, list[float]]] = {}
@@ -427,13 +423,13 @@ def compare_cells(
             if baseline_values:
                 on = scale(baseline_values, by_cell[cell])
                 b, c = on.values(baseline_values), on.values(by_cell[cell])
-                if statistics_.paired and rounds is not None:
+                if pairing:
                     by_round = dict(zip(round_of[key][baseline], b, strict=True))
                     pairs = [(by_round[r], v) for r, v in zip(round_of[key][cell], c, strict=True) if r in by_round]
                     b, c = [x for x, _ in pairs], [y for _, y in pairs]
                 if len(b) > 1 and len(c) > 1:
-                    shift = (paired([y - x for x, y in zip(b, c, strict=True)]) if statistics_.paired and rounds
-                             is not None else SHIFTS[statistics_.test](b, c))
+                    shift = (paired([y - x for x, y in zip(b, c, strict=True)]) if pairing
+                             else SHIFTS[statistics_.test](b, c))
                     pending[family].append(_Pending(len(rows), len(cells), shift, on, len(b), len(c)))
                     estimate = shift.estimate
                 else:  # a difference between single runs (or a mean): no interval, no verdict
