@@ -173,13 +173,8 @@ def _run_sweep(ctx: click.Context, stored: dict[str, Any], spec: models.SweepSpe
     except KeyboardInterrupt:
         errors.print(f"[red]interrupted[/]: the runs that ended are in {folder}; run the same command again to go on")
         ctx.exit(local.EXIT_INTERRUPTED)
-    for table in rendering.sweep_tables(outcome.document):
-        console.print(table)
-    state = outcome.document["status"]
-    console.print(f"{escape(name)}: {state['phase']} ({state['reason']}) {escape(state['message'])}; "
-                  f"{outcome.made} run(s) made now; results in {escape(str(folder))}", highlight=False, soft_wrap=True)
-    for gate in state.get("gates", []):
-        console.print(rendering.gate_line(gate), highlight=False, soft_wrap=True)
+    rendering.print_sweep(console, outcome.document)
+    console.print(f"{outcome.made} run(s) made now; results in {escape(str(folder))}", highlight=False)
     console.print(f"done in {rendering.elapsed(time.monotonic() - started)}", highlight=False)
     ctx.exit(outcome.exit_code)
 
@@ -311,8 +306,9 @@ def show_command(inputs: tuple[str, ...], namespace: str | None, context: str | 
 def sweep_command(sweep: str, namespace: str | None, context: str | None, format_: str) -> None:
     """Show an ExperimentSweep: progress, cells, the comparison against the baseline, gates.
 
-    SWEEP is the name of an ExperimentSweep in the current kube context, or a file written by
-    `kubectl get esxs NAME -o yaml`. --format json prints status.comparison as it is.
+    SWEEP is the name of an ExperimentSweep in the current kube context, a file written by
+    `kubectl get esxs NAME -o yaml`, or the folder `esbench run SWEEP.yaml` writes. --format json
+    prints status.comparison as it is.
     """
     try:
         document = sources.sweep(sweep, namespace, context)
@@ -322,21 +318,7 @@ def sweep_command(sweep: str, namespace: str | None, context: str | None, format
     if format_ == "json":
         sys.stdout.write(json.dumps(state.get("comparison", []), indent=2) + "\n")
         return
-    console = _console()
-    progress = state.get("progress") or {}
-    console.print(f"[bold]{escape(document['metadata']['name'])}[/]: {state.get('phase', 'not started')} "
-                  f"({escape(state.get('reason', ''))}) {progress.get('summary', '')} runs finished; "
-                  f"{escape(state.get('message', ''))}", highlight=False, soft_wrap=True)
-    spent = state.get("timing")
-    if spent:
-        share = spent["overheadSeconds"] / spent["runSeconds"] * 100 if spent["runSeconds"] else 0
-        console.print(f"a run (median of {spent['runs']}): {spent['runSeconds']:.0f} s, of which Rally's tasks "
-                      f"{spent['taskSeconds']:.0f} s and overhead {spent['overheadSeconds']:.0f} s ({share:.0f} %)",
-                      highlight=False, soft_wrap=True)
-    for table in rendering.sweep_tables(document):
-        console.print(table)
-    for gate in state.get("gates", []):
-        console.print(rendering.gate_line(gate), highlight=False, soft_wrap=True)
+    rendering.print_sweep(_console(), document)
 
 
 # --- esbench report ------------------------------------------------------------------------

@@ -212,7 +212,27 @@ def comparison_table(comparison: Comparison) -> Table:
     return table
 
 
-def gate_line(gate: dict[str, Any]) -> str:
+def print_sweep(console: Console, document: dict[str, Any]) -> None:
+    """A sweep as `esbench sweep` shows it: where it stands, where a run's time goes, its cells
+    and comparison, its gates."""
+    state = document.get("status") or {}
+    progress = state.get("progress") or {}
+    console.print(f"[bold]{escape(document['metadata']['name'])}[/]: {state.get('phase', 'not started')} "
+                  f"({escape(state.get('reason', ''))}) {progress.get('summary', '')} runs finished; "
+                  f"{escape(state.get('message', ''))}", highlight=False, soft_wrap=True)
+    spent = state.get("timing")
+    if spent:
+        share = spent["overheadSeconds"] / spent["runSeconds"] * 100 if spent["runSeconds"] else 0
+        console.print(f"a run (median of {spent['runs']}): {spent['runSeconds']:.0f} s, of which Rally's tasks "
+                      f"{spent['taskSeconds']:.0f} s and overhead {spent['overheadSeconds']:.0f} s ({share:.0f} %)",
+                      highlight=False, soft_wrap=True)
+    for table in sweep_tables(document):
+        console.print(table)
+    for gate in state.get("gates", []):
+        console.print(_gate_line(gate), highlight=False, soft_wrap=True)
+
+
+def _gate_line(gate: dict[str, Any]) -> str:
     colour = {"Passed": "green", "Failed": "red"}.get(gate["result"], "yellow")
     return (f"gate {escape(gate['task'])} {gate['metric']} (at most {gate['maxRegressionPercent']}% worse): "
             f"[{colour}]{gate['result']}[/] {escape(gate['message'])}")
