@@ -45,8 +45,15 @@ def _from_race_json(race: dict[str, Any], path: Path) -> Entry:
 
 
 def from_file(path: Path) -> list[Entry]:
+    entries = _entries(_documents(path), path)
+    if not entries:
+        raise SourceError(f"{path}: holds no Experiment")
+    return entries
+
+
+def _entries(documents: list[dict[str, Any]], path: Path) -> list[Entry]:
     entries = []
-    for document in _documents(path):
+    for document in documents:
         if "rally-version" in document and "kind" not in document:
             entries.append(_from_race_json(document, path))
             continue
@@ -56,8 +63,6 @@ def from_file(path: Path) -> list[Entry]:
             raise SourceError(str(error)) from error
         except ValueError as error:  # pydantic: results in an unexpected shape
             raise SourceError(f"{path}: status.results is not esbench's results format: {error}") from error
-    if not entries:
-        raise SourceError(f"{path}: holds no Experiment")
     return entries
 
 
@@ -114,8 +119,7 @@ def load(arguments: list[str], namespace: str | None = None, context: str | None
         path = Path(argument)
         if path.is_dir() and (path / "runs").is_dir():  # a local sweep's folder: its runs with results
             for run in sorted((path / "runs").glob("*.json")):
-                if ((_documents(run) or [{}])[0].get("status") or {}).get("results"):
-                    entries += from_file(run)
+                entries += _entries([d for d in _documents(run) if (d.get("status") or {}).get("results")], run)
         elif path.is_file():
             entries += from_file(path)
         elif path.suffix.lower() in (".json", ".yaml", ".yml") or "/" in argument:
