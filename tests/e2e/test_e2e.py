@@ -32,8 +32,8 @@ def quickstart(cluster: Cluster, version: str = ES_VERSION, *, test_mode: bool =
                **lifecycle: Any) -> dict[str, Any]:
     """examples/quickstart.yaml, as it is but for the version and, on the local node, its offline image.
 
-    test_mode: Rally's --test-mode (its workers poll every 0.5 s instead of 5 s, and it indexes the
-    corpus's first 1,000 documents): for races whose figures no test reads beyond their presence.
+    test_mode: Rally's --test-mode (it indexes the corpus's first 1,000 documents and runs each
+    task a few times): for races whose figures no test reads beyond their presence.
     """
     body = yaml.safe_load(QUICKSTART.read_text())
     assert body["spec"]["elasticsearch"]["version"] == ES_VERSION, (

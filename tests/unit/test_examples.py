@@ -33,7 +33,7 @@ def test_an_example_is_one_valid_experiment(path):
     # An existing cluster's data nodes are counted live; one node is the least it can have.
     data_nodes = rally.data_node_count(spec.elasticsearch) if spec.elasticsearch else 1
     params = rally.track_params(spec, data_nodes)
-    command = rally.race_command(spec, esrally="esrally", race_id="r", target_hosts="es:9200",
+    command = rally.race_command(spec, esrally=["esrally"], race_id="r", target_hosts="es:9200",
                                  params_file="p.json", client_options_file="c.json", track_path="/t")
     assert command[1] == "race"
     # Every example's replicas fit on its data nodes (indexing-knobs: 3 nodes, 1 replica; the

@@ -57,3 +57,23 @@ def test_a_spec_handed_to_the_runner_meets_the_crds_rules(workload, fragment):
     # The typed model lets these through; the CRD (as the API server applies it) does not.
     rejection = race.spec_rejection(make_spec(**workload))
     assert fragment in rejection, rejection
+
+
+@pytest.mark.parametrize("first_line, interpreter", [
+    ("#!/opt/rally/bin/python3\n", ["/opt/rally/bin/python3"]),  # pip's console script
+    ("#!/usr/bin/env python3\n", ["/usr/bin/env", "python3"]),
+])
+def test_a_python_esrally_is_started_through_the_launcher_by_its_own_interpreter(tmp_path, first_line, interpreter):
+    script = tmp_path / "esrally"
+    script.write_text(first_line + "from esrally.rally import main\n")
+    script.chmod(0o755)
+    assert race.esrally_argv(str(script)) == [*interpreter, str(race.LAUNCHER)]
+    assert race.LAUNCHER.exists() and "esrally" in race.LAUNCHER.name  # Rally finds its processes by that
+
+
+def test_an_esrally_that_is_no_python_script_is_started_as_it_is(tmp_path):
+    wrapper = tmp_path / "esrally"
+    wrapper.write_text("#!/bin/sh\nexec docker run rally \"$@\"\n")
+    wrapper.chmod(0o755)
+    assert race.esrally_argv(str(wrapper)) == [str(wrapper)]
+    assert race.esrally_argv("no-such-esrally") == ["no-such-esrally"]

@@ -146,7 +146,7 @@ def test_rally_ini_declares_the_git_track_repository():
 
 # --- command line -----------------------------------------------------------------------
 
-COMMON = dict(esrally="/venv/bin/esrally", race_id="r-1", target_hosts="es:9200",
+COMMON = dict(esrally=["/venv/bin/esrally"], race_id="r-1", target_hosts="es:9200",
               params_file="/w/track-params.json", client_options_file="/w/client-options.json")
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import collections
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -37,6 +38,7 @@ from esbench.runner import corpus, environment, nodestats, rally, results, taskw
 from esbench.runner.target import Target, Unreachable
 
 TRACKS_DIR = Path(__file__).parent / "tracks"
+LAUNCHER = Path(__file__).with_name("esrally_launcher.py")
 
 # Rally refuses to start while another Rally process runs on the machine (never in a pod; on
 # a shared machine, e.g. beside Rally pods of a local Kubernetes node, it happens).
@@ -45,6 +47,10 @@ OTHER_RACES_TIMEOUT_SECONDS = 900
 RALLY_START_ATTEMPTS = 5
 # Time kept, out of lifecycle.raceTimeoutSeconds, to stop Rally and print the report.
 REPORT_MARGIN_SECONDS = 45
+# The idle window runs from the first _nodes/stats sample to the first task, which esrally
+# reaches within about 4 s: the nodes are watched this much longer, with no Rally running, so
+# that a background task of the node weighs less in the idle rate. Test mode measures nothing.
+IDLE_LEAD_SECONDS = 5.0
 
 EXIT_CODES = {
     None: 0,
@@ -107,6 +113,18 @@ def prepare_bundled_track(name: str, work_dir: Path, params: dict[str, Any],
     (target / corpus.GENERATOR).unlink()
     shutil.rmtree(target / "__pycache__", ignore_errors=True)
     return target, generated
+
+
+def esrally_argv(esrally: str) -> list[str]:
+    """How to start esrally: its own interpreter running LAUNCHER (Rally's half-second polling
+    for every race) when esrally is a Python script, as pip installs it; else esrally itself."""
+    path = shutil.which(esrally)
+    if path:
+        with open(path, "rb") as script:
+            first_line = script.readline().decode(errors="replace")
+        if first_line.startswith("#!") and "python" in first_line:
+            return [*shlex.split(first_line[2:]), str(LAUNCHER)]
+    return [esrally]
 
 
 def rally_processes(rally_home: Path | None = None) -> list[int]:
@@ -306,7 +324,7 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
     report_file = work_dir / "report.md"
     command = rally.race_command(
         spec,
-        esrally=settings.esrally,
+        esrally=esrally_argv(settings.esrally),
         race_id=settings.race_id,
         target_hosts=host,
         params_file=str(params_file),
@@ -326,10 +344,12 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
     try:
         for _ in range(RALLY_START_ATTEMPTS):
             wait_for_other_races(timeout=min(OTHER_RACES_TIMEOUT_SECONDS, remaining()), out=out)
-            # Sampled only while esrally runs, so that waiting does not dilute the figures.
+            # Sampled from the idle lead until esrally exits, so that waiting does not dilute the figures.
             sampler = nodestats.Sampler(lambda: target.get(nodestats.STATS_PATH, timeout=5), settings.sample_interval)
             started = time.monotonic()
             sampler.start()
+            if not spec.workload.test_mode:
+                time.sleep(IDLE_LEAD_SECONDS)
             try:
                 status, output = run_esrally(command, env, remaining(), out, redact, rally_home)
             finally:

@@ -209,7 +209,7 @@ def failure_kind(output: str) -> Reason:
 def race_command(
     spec: models.ExperimentSpec,
     *,
-    esrally: str,
+    esrally: list[str],
     race_id: str,
     target_hosts: str,
     params_file: str,
@@ -219,10 +219,11 @@ def race_command(
 ) -> list[str]:
     """The esrally command line. Secrets never appear here: they are in client_options_file.
 
-    track_path is the prepared copy of a bundled track (run offline: nothing to download).
+    esrally is how to start it (race.esrally_argv); track_path is the prepared copy of a bundled
+    track (run offline: nothing to download).
     """
     workload = spec.workload
-    command = [esrally, "race", "--pipeline=benchmark-only", f"--race-id={race_id}"]
+    command = [*esrally, "race", "--pipeline=benchmark-only", f"--race-id={race_id}"]
     if workload.source == models.TrackSource.BUNDLED:
         if track_path is None:
             raise ValueError("a bundled track needs its prepared track_path")
