@@ -18,7 +18,7 @@ import pytest
 from kubernetes import client
 
 from esbench.api.models import ExperimentSpec
-from esbench.controller import manifests
+from esbench.controller import config, manifests
 from tests.support.waiting import wait_for
 
 WATCHED = ["team-a", "team-b"]
@@ -130,6 +130,10 @@ def test_operator_settings_reach_the_environment_and_rally_defaults_to_the_opera
 
     image, defaults = env({"image": {"repository": "registry.example/esbench", "tag": "1.2.3", "pullPolicy": "Always"}})
     assert image == "registry.example/esbench:1.2.3"
+    # The Rally pod is Guaranteed unless the Experiment says otherwise: requests equal limits.
+    rally = config.Settings.from_env(defaults).rally_resources
+    assert rally["requests"] == rally["limits"] and set(rally["limits"]) == {"cpu", "memory"}, rally
+    assert defaults.pop("ESBENCH_RALLY_RESOURCES")
     assert defaults == {
         "ESBENCH_RALLY_IMAGE": "registry.example/esbench:1.2.3",
         "ESBENCH_RALLY_IMAGE_PULL_POLICY": "Always",
@@ -137,9 +141,10 @@ def test_operator_settings_reach_the_environment_and_rally_defaults_to_the_opera
         "ESBENCH_MAX_WORKERS": "16",
     }
     _, custom = env({"operator": {"rallyImage": "rally:9", "rallyImagePullPolicy": "Never",
-                                  "resyncSeconds": 2.5, "maxWorkers": 4}})
+                                  "resyncSeconds": 2.5, "maxWorkers": 4, "rallyResources": None}})
     assert custom == {"ESBENCH_RALLY_IMAGE": "rally:9", "ESBENCH_RALLY_IMAGE_PULL_POLICY": "Never",
-                      "ESBENCH_RESYNC_SECONDS": "2.5", "ESBENCH_MAX_WORKERS": "4"}
+                      "ESBENCH_RESYNC_SECONDS": "2.5", "ESBENCH_MAX_WORKERS": "4", "ESBENCH_RALLY_RESOURCES": "null"}
+    assert config.Settings.from_env(custom).rally_resources is None
 
 
 def test_watched_namespaces_become_flags_and_a_role_in_each_with_only_reads_cluster_wide(helm):

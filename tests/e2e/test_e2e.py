@@ -188,10 +188,11 @@ def test_quickstart_succeeds_with_sane_results_and_cleans_up_its_cluster(cluster
     # As esbench sets every node it creates (models.DEFAULT_NODE_CONFIG), recorded as the node reports it.
     (node,) = results["environment"]["nodes"]
     assert node["mmap"] is False, node
-    # The QoS class each pod got, as the kubelet reports it: without rally.resources, BestEffort.
+    # The QoS class each pod got, as the kubelet reports it: without rally.resources, the chart's
+    # operator.rallyResources make the Rally pod Guaranteed.
     pods = results["environment"]["kubernetes"]
     if not (body["spec"].get("rally") or {}).get("resources"):
-        assert pods["rally"]["qosClass"] == "BestEffort", pods["rally"]
+        assert pods["rally"]["qosClass"] == "Guaranteed", pods["rally"]
     assert all(pod["qosClass"] in ("Guaranteed", "Burstable", "BestEffort") for pod in pods["elasticsearch"]), pods
     assert status["headline"]
     created_at = datetime.fromisoformat(experiment["metadata"]["creationTimestamp"])
@@ -220,7 +221,8 @@ def test_three_node_cluster_serves_a_race_on_replicated_shards_and_frees_its_vol
     body = quickstart(cluster, test_mode=True)
     body["metadata"]["name"] = "three-nodes"
     es = body["spec"]["elasticsearch"]
-    es.update(nodeCount=3, heap="384m", resources={"requests": {"cpu": "300m", "memory": "1Gi"}, "limits": {"memory": "1Gi"}})
+    # Small CPU requests: the three pods and the Rally pod's one CPU fit on the node's two.
+    es.update(nodeCount=3, heap="384m", resources={"requests": {"cpu": "150m", "memory": "1Gi"}, "limits": {"memory": "1Gi"}})
     body["spec"]["index"] = {"shards": 3, "replicas": 1}
     experiments.create(body)
     # The data on volumes of the cluster's default StorageClass (on the node: the local-path

@@ -78,3 +78,34 @@ def test_a_git_track_is_identified_by_the_commit_rally_checked_out(tmp_path):
 def test_the_load_driver_names_its_kernel_cpu_and_processors():
     driver = environment.load_driver()
     assert driver.kernel and driver.processors >= 1 and driver.python
+
+
+def write(directory, **files):
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (directory / name.replace("_", ".", 1)).write_text(text)
+
+
+def test_the_cpu_cgroup_is_found_on_v1_on_v2_and_at_a_containers_root(tmp_path):
+    write(tmp_path / "cpu,cpuacct" / "kubepods" / "pod1", cpu_stat="nr_periods 0\n")
+    v1 = "12:memory:/kubepods/pod1\n4:cpu,cpuacct:/kubepods/pod1\n0::/\n"
+    assert environment.cpu_cgroup(v1, tmp_path) == tmp_path / "cpu,cpuacct" / "kubepods" / "pod1"
+    # In a container the hierarchy is mounted at its own cgroup: the path is not there, the root is.
+    write(tmp_path / "v2", cpu_stat="nr_periods 0\n")
+    assert environment.cpu_cgroup("0::/kubepods/pod2/c\n", tmp_path / "v2") == tmp_path / "v2"
+    assert environment.cpu_cgroup("0::/\n", tmp_path / "nothing") is None
+
+
+def test_throttling_over_the_race_is_read_from_v1_and_v2_cpu_stat(tmp_path):
+    v1 = tmp_path / "v1"
+    write(v1, cpu_stat="nr_periods 100\nnr_throttled 4\nthrottled_time 2500000000\n",
+          cpu_cfs_quota_us="150000\n", cpu_cfs_period_us="100000\n")
+    before = environment.cpu_cgroup_state(v1)
+    assert before == {"periods": 100, "throttled_periods": 4, "throttled_seconds": 2.5, "limit": 1.5}
+    v2 = tmp_path / "v2"
+    write(v2, cpu_stat="usage_usec 9\nnr_periods 160\nnr_throttled 34\nthrottled_usec 4000000\n", cpu_max="100000 100000\n")
+    driver = environment.load_driver(before, environment.cpu_cgroup_state(v2))
+    assert (driver.cpu_limit, driver.cpu_periods, driver.cpu_throttled_periods, driver.cpu_throttled_seconds) == (1, 60, 30, 1.5)
+    write(v2, cpu_max="max 100000\n")  # no quota: no limit, never throttled
+    assert "limit" not in environment.cpu_cgroup_state(v2)
+    assert environment.load_driver(None, None).cpu_periods is None

@@ -193,6 +193,19 @@ def test_rally_job_without_tls_uses_http_and_mounts_no_ca():
     assert job["spec"]["activeDeadlineSeconds"] == 600 + 120
 
 
+def test_the_rally_container_gets_the_operators_default_resources_unless_the_experiment_sets_its_own():
+    guaranteed = {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"cpu": "1", "memory": "2Gi"}}
+
+    def resources(exp, default):
+        connection = manifests.connection(exp, manifests.elasticsearch_manifest(exp))
+        job = manifests.rally_job_manifest(exp, connection, "esbench:dev", "Never", default_resources=default)
+        return job["spec"]["template"]["spec"]["containers"][0].get("resources")
+
+    assert resources(experiment(), guaranteed) == guaranteed
+    assert resources(experiment(rally={"resources": {"limits": {"cpu": "3"}}}), guaranteed) == {"limits": {"cpu": "3"}}
+    assert resources(experiment(), None) is None  # no setting: BestEffort, as before the chart's default
+
+
 def test_race_json_configmap_is_immutable_and_gzips_when_large():
     exp = experiment()
     small = manifests.race_json_configmap(exp, {"race-id": "r1"})

@@ -405,7 +405,10 @@ class Rally(Model):
 
     image: str | None = Field(None, max_length=512,
                               description="Runner image; defaults to the operator's configured image.")
-    resources: ResourceRequirements | None = Field(None, description=RESOURCES)
+    resources: ResourceRequirements | None = Field(
+        None, description="The Rally container's requests and limits (cpu, memory). Default: the operator's "
+                          "setting, the chart's operator.rallyResources (1 CPU and 2Gi, requests equal to limits: "
+                          "a Guaranteed pod).")
     extra_args: list[Annotated[str, Field(max_length=256)]] | None = Field(
         None, max_length=32, description="Extra esrally arguments, from an allowlist.", json_schema_extra=rules((
             f"self.all(a, !a.startsWith('-') || a.split('=')[0] in {_cel_list(RALLY_OPTIONS)})",
@@ -675,7 +678,15 @@ class LoadDriverEnvironment(Model):
     kernel: str | None = None
     cpu_model: str | None = None
     processors: int | None = None  # usable by this process
+    cpus: list[int] | None = Field(
+        None, description="The CPUs the load driver may run on (esbench run puts a local node on the others).")
     python: str | None = None
+    cpu_limit: float | None = Field(None, description="CPUs the load driver's cgroup quota allows; empty without one.")
+    cpu_periods: int | None = Field(None, description="CFS periods of the load driver's cgroup during the race.")
+    cpu_throttled_periods: int | None = Field(
+        None, description="Of cpuPeriods, those in which the CPU limit stopped the load driver: a throttled "
+                          "driver sends requests late and adds its own wait to the latencies it measures.")
+    cpu_throttled_seconds: float | None = None
 
 
 class PodEnvironment(Model):

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -13,6 +15,9 @@ class Settings:
     resync_seconds: float
     max_workers: int
     job_deadline_grace_seconds: int
+    # The Rally container's resources when an Experiment sets no rally.resources (the chart's
+    # operator.rallyResources); none outside the chart.
+    rally_resources: dict[str, Any] | None = None
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
@@ -27,4 +32,5 @@ class Settings:
             # The Rally Job's deadline is raceTimeoutSeconds plus this: time to be scheduled and
             # to pull the image, since the runner counts raceTimeoutSeconds from its own start.
             job_deadline_grace_seconds=int(env.get("ESBENCH_JOB_DEADLINE_GRACE_SECONDS", "120")),
+            rally_resources=json.loads(env.get("ESBENCH_RALLY_RESOURCES") or "null"),
         )

@@ -202,7 +202,7 @@ class Reconciler:
             return body
         job = manifests.rally_job_manifest(experiment, manifests.connection(experiment, es),
                                           self.settings.rally_image, self.settings.rally_image_pull_policy,
-                                          self.settings.job_deadline_grace_seconds)
+                                          self.settings.job_deadline_grace_seconds, self.settings.rally_resources)
         try:
             created = self.kube.create_job(job)
         except Rejected as rejected:

@@ -243,10 +243,12 @@ def connection(experiment: Experiment, elasticsearch: dict[str, Any] | None) -> 
 
 
 def rally_job_manifest(experiment: Experiment, connection: Connection, image: str, image_pull_policy: str,
-                       deadline_grace_seconds: int = 120) -> dict[str, Any]:
+                       deadline_grace_seconds: int = 120,
+                       default_resources: dict[str, Any] | None = None) -> dict[str, Any]:
     """The Job that runs `esbench race` (Rally) against the cluster under test.
 
     Credentials come from Secrets by reference only, mounted as files; the pod gets no API token.
+    The container gets spec.rally.resources, else default_resources (the operator's setting).
     """
     spec = experiment.spec
     rally = spec.rally
@@ -296,8 +298,9 @@ def rally_job_manifest(experiment: Experiment, connection: Connection, image: st
             "seccompProfile": {"type": "RuntimeDefault"},
         },
     }
-    if rally.resources:
-        container["resources"] = rally.resources.to_wire()
+    resources = rally.resources.to_wire() if rally.resources else default_resources
+    if resources:
+        container["resources"] = resources
 
     pod_labels = labels(experiment, "rally")
     return {

@@ -37,6 +37,7 @@ NODES_INFO_PATH = "_nodes/jvm,os,settings?filter_path=" + ",".join(
         "settings.node.store.allow_mmap",
     )
 )
+CGROUP_ROOT = Path("/sys/fs/cgroup")
 NODES_MEMORY_PATH = "_nodes/stats/os?filter_path=nodes.*.os.mem.total_in_bytes,nodes.*.os.cgroup.memory.limit_in_bytes"
 
 
@@ -133,13 +134,63 @@ def _cpu_model() -> str | None:
     return platform.processor() or None
 
 
-def load_driver() -> models.LoadDriverEnvironment:
-    return models.LoadDriverEnvironment(
+def cpu_cgroup(proc_cgroup: str, root: Path = CGROUP_ROOT) -> Path | None:
+    """The directory of this process's CPU cgroup, from /proc/self/cgroup: the v1 hierarchy that
+    holds the `cpu` controller, else the v2 one. A container sees its own cgroup at the
+    hierarchy's root, so the root is tried when the path is not there."""
+    candidates: list[Path] = []
+    for line in proc_cgroup.splitlines():
+        _, controllers, path = line.split(":", 2)
+        if "cpu" in controllers.split(","):
+            candidates = [root / controllers / path.lstrip("/"), root / controllers]
+            break
+        if controllers == "":
+            candidates = [root / path.lstrip("/"), root]
+    return next((c for c in candidates if (c / "cpu.stat").exists()), None)
+
+
+def cpu_cgroup_state(directory: Path) -> dict[str, float]:
+    """The CFS bandwidth figures of a CPU cgroup (v1 or v2): `limit` in CPUs (absent without a
+    quota), `periods`, `throttled_periods` and `throttled_seconds` so far."""
+    stat = dict(line.split() for line in (directory / "cpu.stat").read_text().splitlines() if " " in line)
+    state: dict[str, float] = {"periods": int(stat.get("nr_periods", 0)), "throttled_periods": int(stat.get("nr_throttled", 0))}
+    if "throttled_usec" in stat:  # v2
+        state["throttled_seconds"] = int(stat["throttled_usec"]) / 1e6
+        quota, period = (directory / "cpu.max").read_text().split()
+    else:
+        state["throttled_seconds"] = int(stat.get("throttled_time", 0)) / 1e9
+        quota, period = ((directory / f"cpu.cfs_{name}_us").read_text().strip() for name in ("quota", "period"))
+    if quota not in ("max", "-1"):
+        state["limit"] = int(quota) / int(period)
+    return state
+
+
+def read_cpu_cgroup() -> dict[str, float] | None:
+    """This process's CPU cgroup state, or None where it cannot be read."""
+    try:
+        directory = cpu_cgroup(Path("/proc/self/cgroup").read_text())
+        return cpu_cgroup_state(directory) if directory else None
+    except (OSError, ValueError):
+        return None
+
+
+def load_driver(cgroup_before: dict[str, float] | None = None,
+                cgroup_after: dict[str, float] | None = None) -> models.LoadDriverEnvironment:
+    """Where Rally ran; with its CPU cgroup read before and after the race, how much the cgroup's
+    CPU limit throttled it meanwhile (Rally shares the runner's cgroup)."""
+    environment = models.LoadDriverEnvironment(
         kernel=platform.release(),
         cpu_model=_cpu_model(),
         processors=len(os.sched_getaffinity(0)),
+        cpus=sorted(os.sched_getaffinity(0)),
         python=platform.python_version(),
     )
+    if cgroup_before and cgroup_after:
+        environment.cpu_limit = cgroup_after.get("limit")
+        environment.cpu_periods = int(cgroup_after["periods"] - cgroup_before["periods"])
+        environment.cpu_throttled_periods = int(cgroup_after["throttled_periods"] - cgroup_before["throttled_periods"])
+        environment.cpu_throttled_seconds = cgroup_after["throttled_seconds"] - cgroup_before["throttled_seconds"]
+    return environment
 
 
 def esbench_version() -> str | None:

@@ -341,6 +341,7 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
     for name in ("ES_PASSWORD", "ES_PASSWORD_FILE", "ES_USERNAME"):
         env.pop(name, None)
     cluster_nodes, processors = environment.read_nodes(lambda path: target.get(path, timeout=10))
+    cgroup_before = environment.read_cpu_cgroup()
     try:
         for _ in range(RALLY_START_ATTEMPTS):
             wait_for_other_races(timeout=min(OTHER_RACES_TIMEOUT_SECONDS, remaining()), out=out)
@@ -361,6 +362,11 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
     except FileNotFoundError as e:
         return failed(Reason.RACE_FAILED, f"cannot start esrally: {e}")
     print(f"esbench: esrally exited with {status} after {time.monotonic() - started:.0f}s", file=out, flush=True)
+    load_driver = environment.load_driver(cgroup_before, environment.read_cpu_cgroup())
+    if load_driver.cpu_throttled_periods:
+        print(f"esbench: the load driver's CPU limit ({load_driver.cpu_limit} CPUs) throttled it in "
+              f"{load_driver.cpu_throttled_periods} of {load_driver.cpu_periods} periods "
+              f"({load_driver.cpu_throttled_seconds:.1f}s)", file=out, flush=True)
     if report_file.exists():
         print(redact(report_file.read_text()), file=out, flush=True)
 
@@ -377,7 +383,7 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
         rally_version=summary.rally_version,
         track=environment.track_identity(spec.workload, TRACKS_DIR, rally_home),
         nodes=cluster_nodes or None,
-        load_driver=environment.load_driver(),
+        load_driver=load_driver,
         **environment.cluster(root),
     )
     common = {"results": summary, "race_json": race_json}
