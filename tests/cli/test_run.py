@@ -9,6 +9,7 @@ integ-test-zip (HTTPS with a generated user, as spec.elasticsearch.tls asks) and
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import socket
@@ -22,7 +23,7 @@ from esbench.analysis import compare
 from esbench.api import models, validation
 from esbench.cli import local
 from esbench.controller import status
-from esbench.localnode import localcluster
+from esbench.localnode import cpus, localcluster
 from tests.support.elasticsearch import LATEST
 
 EXPERIMENT = {
@@ -175,6 +176,11 @@ def test_without_es_url_elasticsearch_is_downloaded_started_over_https_and_stopp
     # The node as the operator's clusters have it: mmap off (models.DEFAULT_NODE_CONFIG), and the limit.
     (node,) = results.environment.nodes
     assert node.mmap is False and node.cgroup_memory_limit_bytes == 1536 * 2**20
+    # The node and Rally on different CPUs (these machines have two: one each), as the JVM saw it.
+    split = cpus.split(os.sched_getaffinity(0))
+    assert document["metadata"]["annotations"]["esbench.io/cpus"] == split.describe()
+    assert results.environment.load_driver.cpus == list(split.rally)
+    assert node.available_processors == len(split.elasticsearch)
 
     # HTTPS as ECK serves it (spec.elasticsearch.tls defaults to true), and it is gone afterwards.
     (port,) = re.findall(r"https://localhost:(\d+)", run.stdout)

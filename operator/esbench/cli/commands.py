@@ -24,6 +24,7 @@ from esbench.analysis import compare, contrasts, stats
 from esbench.api import models, validation
 from esbench.cli import credentials, local, localsweep, rendering, sources
 from esbench.controller import grid
+from esbench.localnode import cpus
 
 # --- esbench run ---------------------------------------------------------------------------
 
@@ -84,17 +85,21 @@ def _is_sweep(document: Any) -> bool:
                                               "or the repository's .venv-rally).")
 @click.option("--target-timeout", type=float, default=60.0, show_default=True,
               help="Seconds to wait for --es-url to answer.")
+@click.option("--share-cpus", is_flag=True,
+              help="Let the local node and Rally share every CPU. By default, with two CPUs or more, Rally and "
+                   "esbench get the first quarter of them (at least one) and the node the rest.")
 @click.option("--verbose", "-v", is_flag=True, help="Show the runner's and Rally's output as it comes.")
 @click.pass_context
 def run_command(ctx: click.Context, file: str, es_url: str | None, ca_file: str | None, es_home: Path | None,
                 output: Path | None, work_dir: Path | None, esrally: str | None, target_timeout: float,
-                verbose: bool) -> None:
+                share_cpus: bool, verbose: bool) -> None:
     """Run the Experiment or ExperimentSweep in FILE.yaml on this machine, with the runner the Rally Job uses.
 
     Elasticsearch: --es-url (an existing cluster), --es-home (an unpacked distribution), or by
     default Maven Central's integ-test-zip for spec.elasticsearch.version (downloaded once, sha1
     verified, cached in $ESBENCH_CACHE; a minimal distribution, see the note it prints), started
-    on 127.0.0.1 with the spec's heap (default 1g) and stopped afterwards.
+    on 127.0.0.1 with the spec's heap (default 1g) and stopped afterwards. With two CPUs or more,
+    the node and Rally run on different CPUs (see --share-cpus).
 
     The file is checked as the API server checks it (the CRD's schema and CEL rules) before
     anything starts. Exit status: 0 success, 2 usage, 10 InvalidSpec, 11 TargetUnreachable,
@@ -129,9 +134,13 @@ def run_command(ctx: click.Context, file: str, es_url: str | None, ca_file: str 
         raise click.UsageError("the Experiment's spec.target names an existing cluster: give its URL with --es-url "
                                "(credentials in ES_USERNAME and ES_PASSWORD or ES_PASSWORD_FILE)")
     username, password = credentials.from_env() if es_url else (None, None)
+    cpu_split = None if es_url or share_cpus else cpus.split(os.sched_getaffinity(0))
+    if cpu_split:  # before any thread starts: they, esrally and its actors inherit it
+        os.sched_setaffinity(0, cpu_split.rally)
     options = local.Options(
         es_url=es_url, ca_file=ca_file, es_home=es_home, username=username, password=password,
         esrally=esrally or local.find_esrally(), work_dir=work_dir, target_timeout=target_timeout,
+        cpu_split=cpu_split,
     )
     name = stored["metadata"]["name"]
     if isinstance(spec, models.SweepSpec):

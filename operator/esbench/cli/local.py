@@ -39,7 +39,7 @@ from esbench.api import models
 from esbench.api.race_report import RaceReport
 from esbench.api.reasons import Reason
 from esbench.controller import status
-from esbench.localnode import localcluster
+from esbench.localnode import cpus, localcluster
 from esbench.runner import race
 from esbench.runner.target import Target
 
@@ -83,6 +83,7 @@ class Options:
     esrally: str = "esrally"
     work_dir: Path | None = None  # default: a temporary folder, removed after a success
     target_timeout: float = 60.0
+    cpu_split: cpus.CpuSplit | None = None  # local nodes on its elasticsearch CPUs (this process is on the others)
 
 
 @dataclass
@@ -282,6 +283,9 @@ def _local_cluster(spec: models.ExperimentSpec, options: Options, progress: Prog
     kwargs: dict[str, Any] = {}
     kwargs["extra_settings"] = {name: str(value).lower() if isinstance(value, bool) else value
                                 for name, value in es.node_config().items()}
+    if options.cpu_split:
+        kwargs["cpus"] = options.cpu_split.elasticsearch
+        annotations["esbench.io/cpus"] = options.cpu_split.describe()
     limit = memory_limit(es)
     if limit is not None:
         kwargs["memory_limit"] = limit

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from esbench.localnode import rootendpoint
+from esbench.localnode.cpus import on_cpus
 from esbench.localnode.memorycgroup import MemoryCgroup, Unavailable
 from esbench.runner.target import Target
 
@@ -217,6 +218,7 @@ def start(
     extra_settings: dict[str, Any] | None = None,
     home: Path | None = None,
     memory_limit: int | None = None,
+    cpus: tuple[int, ...] | None = None,
 ) -> LocalCluster:
     """Unpack, configure and start a single-node cluster on loopback; return once it is yellow.
 
@@ -228,6 +230,7 @@ def start(
     As root the node runs in a memory cgroup of its own (LocalCluster.memory), limited to
     memory_limit bytes when given, as a pod's memory limit would: heap, native memory and page
     cache together. A limit that cannot be honoured (not root, no memory controller) is an error.
+    cpus: the CPUs the node may run on (all of this process's by default).
     """
     # Not under pytest's tmp_path: those folders are 0700 root and the ES user could not enter.
     base = Path(base_dir) if base_dir else Path(tempfile.mkdtemp(prefix=f"esbench-es-{version}-"))
@@ -305,7 +308,7 @@ def start(
     if memory:  # joined before exec, so that every page the node touches is charged to it
         command = ["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(memory.procs), *command]
     log_file = base / "stdout.log"
-    with open(log_file, "wb") as out:
+    with open(log_file, "wb") as out, on_cpus(cpus):
         process = subprocess.Popen(
             command, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=base, start_new_session=True
         )
