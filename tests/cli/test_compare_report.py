@@ -171,18 +171,28 @@ def test_show_prints_latency_beside_service_time_each_tasks_node_cpu_contrasts_a
     assert [c["cell"] for c in wire["rows"][0]["cells"]] == ["range-1900-1989", "terms-1900-1989"]
 
 
-def test_repeated_runs_of_two_specs_get_the_sweeps_statistics(esbench, result_files, tmp_path):
+def _repeated_runs(result_files, tmp_path, codecs=("default", "best_compression"), labels=None):
+    """Three runs of each codec; the second codec's first task has 20 % less throughput. With
+    labels, the runs carry a sweep's labels: cell cN for the Nth codec."""
     document = json.loads(result_files[0].read_text())
     task = document["status"]["results"]["tasks"][0]
     paths = []
-    for codec, factor in (("default", 1.0), ("best_compression", 0.8)):
+    for cell, (codec, factor) in enumerate(zip(codecs, (1.0, 0.8), strict=True)):
         for repetition, jitter in enumerate((0.99, 1.0, 1.01)):
             run = json.loads(json.dumps(document))
             run["metadata"]["name"] = f"{codec}-r{repetition}"
+            if labels:
+                run["metadata"]["name"] = f"{labels}-c{cell}-r{repetition}"
+                run["metadata"]["labels"] = {"esbench.io/sweep": labels, "esbench.io/cell": f"c{cell}"}
             run["spec"]["index"]["codec"] = codec
             run["status"]["results"]["tasks"][0]["throughput"]["median"] = task["throughput"]["median"] * factor * jitter
-            paths.append(tmp_path / f"{codec}-{repetition}.json")
+            paths.append(tmp_path / f"{run['metadata']['name']}.json")
             paths[-1].write_text(json.dumps(run))
+    return task, paths
+
+
+def test_repeated_runs_of_two_specs_get_the_sweeps_statistics(esbench, result_files, tmp_path):
+    task, paths = _repeated_runs(result_files, tmp_path)
     primary = f"{task['task']}:throughput.median"
     shown = esbench("compare", *map(str, paths), "--repeated", "--primary", primary, "--format", "json")
     assert shown.exit_code == 0, shown.stderr
@@ -198,3 +208,31 @@ def test_repeated_runs_of_two_specs_get_the_sweeps_statistics(esbench, result_fi
     assert table.exit_code == 0 and "g1: best_compression-r0" in table.stdout and "Worse" in table.stdout
     same = esbench("compare", *map(str, paths[:3]), "--repeated")
     assert same.exit_code == 2 and "every run given has the same spec" in same.stderr
+
+
+def test_a_sweeps_cells_are_groups_even_when_two_share_a_spec(esbench, result_files, tmp_path):
+    """An A/A sweep's two cells have one spec: its runs' labels tell them apart."""
+    task, paths = _repeated_runs(result_files, tmp_path, codecs=("default", "default"), labels="aa")
+    shown = esbench("compare", *map(str, paths), "--repeated", "--format", "json")
+    assert shown.exit_code == 0, shown.stderr
+    assert json.loads(shown.stdout)["groups"] == {"c0": ["aa-c0-r0", "aa-c0-r1", "aa-c0-r2"],
+                                                  "c1": ["aa-c1-r0", "aa-c1-r1", "aa-c1-r2"]}
+
+
+def test_the_report_on_repeated_runs_opens_with_their_verdicts_and_charts_every_run(esbench, result_files, tmp_path):
+    task, paths = _repeated_runs(result_files, tmp_path)
+    out = tmp_path / "report.html"
+    run = esbench("report", *map(str, paths), "--html", str(out), "--markdown", str(tmp_path / "report.md"),
+                  "--primary", f"{task['task']}:throughput.median")
+    assert run.exit_code == 0, run.stderr
+    text = out.read_text()
+    headings = re.findall(r"<h2>(.*?)</h2>", text)
+    assert headings == ["Verdicts", "Every run", "Groups"], headings
+    verdicts = text[text.index("<h2>Verdicts</h2>"):text.index("<h2>Every run</h2>")]
+    first_row = re.search(r"<tbody><tr>(.*?)</tr>", verdicts).group(1)
+    assert f"<td>{task['task']}</td><td>throughput.median *</td><td>g1</td>" in first_row and "Worse" in first_row
+    assert "Holm over 1" in verdicts and "[-2" in first_row  # its interval, at the corrected level
+    assert 'id="chart-runs"' in text and "g0: 3 run(s) (default-r0, default-r1, default-r2)" in text
+    markdown = (tmp_path / "report.md").read_text()
+    assert markdown.index("## Verdicts") < markdown.index("## Every run") < markdown.index("## Groups")
+    assert (tmp_path / "report-runs.svg").exists()

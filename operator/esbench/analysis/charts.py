@@ -18,7 +18,7 @@ matplotlib.use("Agg")  # off-screen; must precede pyplot
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
-from esbench.analysis.compare import Entry, format_value, indexed_per_second
+from esbench.analysis.compare import Entry, Group, format_value, indexed_per_second, measurements
 from esbench.api import models
 
 _PERCENTILES = ("p50", "p90", "p99", "p100")
@@ -281,6 +281,41 @@ def curves(entries: list[Entry]) -> Chart | None:
             twin.spines["right"].set_visible(True)
     figure.suptitle(f"Throughput against {setting}, higher is better (dashed: share of failed requests)")
     return Chart("curves", f"Throughput against {setting}", figure)
+
+
+def _run_values(group: Group, row: dict) -> list[float]:
+    """The row's figure in each run of the group (a run without it is left out)."""
+    found = []
+    for entry in group.entries:
+        for m in measurements(entry.results):
+            if (m.section.value, m.subject, m.metric.key) == (row["section"], row["subject"], row["metric"]):
+                if m.value is not None and math.isfinite(m.value):
+                    found.append(float(m.value))
+    return found
+
+
+def repeated_runs(groups: list[Group], rows: list[dict]) -> Chart | None:
+    """Every run of each group as a dot, and the group's mean with its confidence interval as a
+    bar: one panel per compared figure (rows as stats.to_wire gives them, chosen by the caller)."""
+    if not rows:
+        return None
+    colours = _colours(len(groups))
+    figure, axes = _grid(len(rows), 3.2)
+    for ax, row in zip(axes, rows, strict=True):
+        cells = {c["cell"]: c for c in row["cells"]}
+        for position, (group, colour) in enumerate(zip(groups, colours, strict=True)):
+            values = _run_values(group, row)
+            spread = [position + 0.3 * (i - (len(values) - 1) / 2) / max(len(values), 1) for i in range(len(values))]
+            ax.scatter(spread, values, color=colour, s=14, zorder=3)
+            cell = cells.get(group.name)
+            if cell and cell.get("ciLow") is not None:
+                ax.errorbar([position + 0.3], [cell["mean"]], color="black", capsize=3, fmt="_", markersize=10,
+                            yerr=[[cell["mean"] - cell["ciLow"]], [cell["ciHigh"] - cell["mean"]]])
+        ax.set_xticks(range(len(groups)), [g.name for g in groups])
+        ax.set_title(f"{row['subject']} {row['metric']}" + (" *" if row["family"] == "primary" else ""))
+        ax.set_ylabel(row.get("unit") or "")
+    figure.suptitle("Every run (dots) and each group's mean with its confidence interval (bar); * primary")
+    return Chart("runs", "Every run, and each group's mean with its interval", figure)
 
 
 def all_charts(entries: list[Entry]) -> list[Chart]:

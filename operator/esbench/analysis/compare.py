@@ -161,6 +161,7 @@ class Entry:
     cluster_version: str | None = None
     source: str | None = None  # file path or namespace/name
     annotations: dict[str, str] = field(default_factory=dict)
+    cell: str | None = None  # a sweep's run: "SWEEP CELL" from its labels (warm-up runs: cells w0, w1, ...)
 
 
 class NotComparable(ValueError):
@@ -172,6 +173,7 @@ def entry_from_document(document: dict[str, Any], source: str | None = None) -> 
     if document.get("kind") != models.KIND:
         raise NotComparable(f"{source or 'input'}: not an Experiment (kind {document.get('kind')!r})")
     metadata = document.get("metadata") or {}
+    labels = metadata.get("labels") or {}
     name = metadata.get("name") or source or "experiment"
     status = document.get("status") or {}
     if not status.get("results"):
@@ -194,6 +196,8 @@ def entry_from_document(document: dict[str, Any], source: str | None = None) -> 
         cluster_version=status.get("clusterVersion"),
         source=source,
         annotations=dict(metadata.get("annotations") or {}),
+        cell=(f"{labels[models.SWEEP_LABEL]} {labels[models.CELL_LABEL]}"
+              if models.SWEEP_LABEL in labels and models.CELL_LABEL in labels else None),
     )
 
 
@@ -296,14 +300,21 @@ def environment_warnings(entries: list[Entry]) -> list[str]:
 
 @dataclass
 class Group:
-    name: str  # g0 (the baseline), g1, ...
+    name: str  # a sweep's cell (c0, w0, ...) or g0 (the baseline), g1, ...
     entries: list[Entry]
 
 
 def repetition_groups(entries: list[Entry]) -> list[Group]:
-    """Runs of the same spec are repetitions of one configuration: one group each, in order."""
+    """Runs of one configuration, one group each, in order: a sweep's runs by their cell (an A/A
+    sweep has two cells of one spec), other runs by their spec."""
     found: dict[str, Group] = {}
     for entry in entries:
+        if entry.cell:
+            if entry.cell not in found:  # the cell's id, unless runs of two sweeps share it
+                short = entry.cell.split()[-1]
+                found[entry.cell] = Group(short if all(g.name != short for g in found.values()) else entry.cell, [])
+            found[entry.cell].entries.append(entry)
+            continue
         if entry.spec is None:
             raise NotComparable(f"{entry.label} has no spec (a race.json?): which runs repeat which is not known")
         key = entry.spec.model_dump_json()

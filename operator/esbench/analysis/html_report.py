@@ -1,6 +1,9 @@
 """`esbench report`: configurations, results and charts of Experiments, as a self-contained HTML
 page (charts as inline SVG images) and as Markdown (charts as SVG files next to it).
 
+Runs of one spec are repetitions: when the Experiments hold some, the report opens with the
+verdicts of their groups (as a sweep gives them) and charts every run with each group's
+interval; otherwise it compares single runs, as differences.
 Building the report (`build`) is pure apart from drawing the charts; rendering is string work.
 """
 
@@ -9,20 +12,23 @@ from __future__ import annotations
 import base64
 import html
 import json
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from esbench.analysis import charts, compare
-from esbench.analysis.compare import Comparison, Entry
+from esbench.analysis import charts, compare, stats
+from esbench.analysis.compare import Comparison, Entry, Group
 
 try:
     esbench_version = version("esbench")
 except PackageNotFoundError:  # running from a source tree without installing
     esbench_version = "(source)"
 
+# Figures of repeated runs charted run by run: the primary questions, then the smallest p-values.
+CHARTED_ROWS = 6
 CONFIGURATION_COLUMNS = ["experiment", "result", "Elasticsearch", "codec", "shards", "replicas", "refresh",
                          "other index settings", "track", "challenge", "track params", "nodes / heap", "source"]
 
@@ -42,6 +48,9 @@ class Report:
     configurations: list[dict[str, str]]
     comparison: Comparison
     charts: list[RenderedChart]
+    groups: list[Group] = field(default_factory=list)  # runs of one spec, when some repeat
+    verdicts: list[dict[str, Any]] = field(default_factory=list)  # the groups' comparison (stats.to_wire)
+    corrections: dict[str, Any] = field(default_factory=dict)
 
 
 def _json(value: Any) -> str:
@@ -103,16 +112,45 @@ def configuration(entry: Entry) -> dict[str, str]:
     }
 
 
-def build(entries: list[Entry], title: str | None = None, now: datetime | None = None) -> Report:
+def repeated_groups(entries: list[Entry]) -> list[Group]:
+    """The entries' groups of one spec when there are two or more and some group repeats; else []."""
+    try:
+        groups = compare.repetition_groups(entries)
+    except compare.NotComparable:  # a bare race.json: which runs repeat which is not known
+        return []
+    return groups if len(groups) > 1 and any(len(g.entries) > 1 for g in groups) else []
+
+
+def charted_rows(rows: list[dict[str, Any]], limit: int = CHARTED_ROWS) -> list[dict[str, Any]]:
+    """The rows worth a chart: primary ones, then those with the smallest adjusted p-value."""
+    def rank(row: dict[str, Any]) -> tuple[bool, float]:
+        adjusted = [c["pAdjusted"] for c in row["cells"] if "pAdjusted" in c]
+        return row.get("family") != "primary", min(adjusted, default=2.0)
+
+    return sorted(rows, key=rank)[:limit]
+
+
+def build(entries: list[Entry], title: str | None = None, now: datetime | None = None,
+          primary: Iterable[tuple[str, str]] = ()) -> Report:
     moment = (now or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC")
-    return Report(
-        title=title or ("esbench report: " + ", ".join(e.label for e in entries)),
-        generated=moment,
-        entries=entries,
-        configurations=[configuration(e) for e in entries],
-        comparison=compare.compare(entries),
-        charts=_render(charts.all_charts(entries)),
-    )
+    title = title or ("esbench report: " + ", ".join(e.label for e in entries))
+    groups = repeated_groups(entries)
+    if not groups:
+        return Report(title=title, generated=moment, entries=entries,
+                      configurations=[configuration(e) for e in entries],
+                      comparison=compare.compare(entries), charts=_render(charts.all_charts(entries)))
+    samples = {group.name: [entry.results for entry in group.entries] for group in groups}
+    rows = stats.compare_cells(samples, groups[0].name, primary=primary)
+    verdicts = stats.to_wire(rows)
+    configurations = []
+    for group in groups:
+        names = ", ".join(e.label for e in group.entries)
+        configurations.append({**configuration(group.entries[0]),
+                               "experiment": f"{group.name}: {len(group.entries)} run(s) ({names})"})
+    drawn = charts.repeated_runs(groups, charted_rows(verdicts))
+    return Report(title=title, generated=moment, entries=entries, configurations=configurations,
+                  comparison=compare.compare(entries), charts=_render([drawn] if drawn else []),
+                  groups=groups, verdicts=verdicts, corrections=stats.corrections(rows))
 
 
 def _render(drawn: list[charts.Chart]) -> list[RenderedChart]:
@@ -177,6 +215,62 @@ def _results_html(comparison: Comparison) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
+VERDICT_COLUMNS = ["task", "metric", "group", "baseline", "contender", "unit", "change [interval]", "p raw/adj.",
+                   "verdict"]
+VERDICT_LEGEND = ("Each group is a sweep's cell or the runs of one spec; the first is the baseline. baseline, contender: medians of the runs. "
+                  "change: the ratio on the runs' logarithms (of geometric means), where a run has 0 the difference "
+                  "of means in % of the baseline's; [interval] at the level corrected for the number of "
+                  "comparisons. * primary question.")
+
+
+def _corrections_text(corrections: dict[str, Any]) -> str:
+    families = [f"{family}: {c['correction']} over {c['comparisons']}" for family, c in corrections.items()
+                if c.get("comparisons")]
+    return "Corrected for many comparisons (" + "; ".join(families) + ")." if families else ""
+
+
+def verdict_lines(rows: list[dict[str, Any]]) -> list[list[str]]:
+    """One line per (row, contender) in VERDICT_COLUMNS: the primary questions first."""
+    lines = []
+    for row in sorted(rows, key=lambda r: r.get("family") != "primary"):
+        baseline = next((c for c in row["cells"] if c["verdict"] == "Baseline"), None)
+        for found in (c for c in row["cells"] if c["verdict"] != "Baseline"):
+            verdict = found["verdict"] + (f" (~{found['runsNeeded']} runs)" if found.get("runsNeeded") else "")
+            lines.append([row["subject"], row["metric"] + (" *" if row.get("family") == "primary" else ""),
+                          found["cell"], compare.format_value(baseline["median"], None) if baseline else "–",
+                          compare.format_value(found["median"], None), compare.unit_label(row.get("unit")),
+                          stats.change_text(found), stats.p_values_text(found), verdict])
+    return lines
+
+
+def _split_verdicts(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The rows of the first screen (primary questions, and exploratory ones with a verdict other
+    than Inconclusive) and the rest."""
+    def shown(row: dict[str, Any]) -> bool:
+        return row.get("family") == "primary" or any(
+            c["verdict"] in ("Better", "Worse", "Equivalent") for c in row["cells"])
+
+    return [r for r in rows if shown(r)], [r for r in rows if not shown(r)]
+
+
+def _verdicts_table_html(rows: list[dict[str, Any]]) -> str:
+    head = "".join(f"<th>{_e(c)}</th>" for c in VERDICT_COLUMNS)
+    numeric = {"baseline", "contender", "change [interval]", "p raw/adj."}
+    body = "".join(
+        "<tr>" + "".join(f'<td class="num">{_e(v)}</td>' if c in numeric else f"<td>{_e(v)}</td>"
+                         for c, v in zip(VERDICT_COLUMNS, line, strict=True)) + "</tr>"
+        for line in verdict_lines(rows))
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _verdicts_html(report: Report) -> str:
+    shown, rest = _split_verdicts(report.verdicts)
+    more = (f"<details><summary>{len(rest)} more exploratory comparison(s), none with a verdict</summary>"
+            f"{_verdicts_table_html(rest)}</details>" if rest else "")
+    return (f'<p class="meta">{_e(_corrections_text(report.corrections))} {_e(VERDICT_LEGEND)}</p>'
+            f"{_verdicts_table_html(shown)}{more}")
+
+
 def _chart_html(chart: RenderedChart) -> str:
     data = base64.b64encode(chart.svg.encode()).decode()
     return (f'<figure id="chart-{_e(chart.name)}"><img alt="{_e(chart.title)}" '
@@ -190,6 +284,13 @@ def to_html(report: Report) -> str:
               "throughput: higher is better; latency, service time, times, sizes, segment counts, "
               "error rate and CPU: lower is better.")
     chart_html = "".join(_chart_html(c) for c in report.charts) or "<p>No figures to chart.</p>"
+    if report.verdicts:
+        sections = (f"<h2>Verdicts</h2>\n{_verdicts_html(report)}\n<h2>Every run</h2>\n{chart_html}\n"
+                    f"<h2>Groups</h2>\n{_configuration_html(report)}")
+    else:
+        sections = (f"<h2>Configurations</h2>\n{_configuration_html(report)}\n<h2>Results</h2>\n"
+                    f'<p class="meta">{_e(legend)}</p>\n{_results_html(report.comparison)}\n'
+                    f"<h2>Charts</h2>\n{chart_html}")
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -202,13 +303,7 @@ def to_html(report: Report) -> str:
 <p class="meta">Generated {_e(report.generated)} by esbench {_e(esbench_version)} from {len(report.entries)} Experiment(s).
 Figures are Rally's (race.json) and, for CPU, sampled from <code>_nodes/stats</code> during the race.</p>
 {warnings}
-<h2>Configurations</h2>
-{_configuration_html(report)}
-<h2>Results</h2>
-<p class="meta">{_e(legend)}</p>
-{_results_html(report.comparison)}
-<h2>Charts</h2>
-{chart_html}
+{sections}
 </body>
 </html>
 """
@@ -228,6 +323,12 @@ def _configuration_markdown(report: Report) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _verdicts_markdown(rows: list[dict[str, Any]]) -> str:
+    lines = ["| " + " | ".join(VERDICT_COLUMNS) + " |", "|" + "---|" * len(VERDICT_COLUMNS)]
+    lines += ["| " + " | ".join(_md(v) for v in line) + " |" for line in verdict_lines(rows)]
+    return "\n".join(lines) + "\n"
+
+
 def write_markdown(report: Report, path: Path) -> list[Path]:
     """The Markdown report at path, its charts as PATH-STEM-NAME.svg beside it; returns the chart files."""
     path = Path(path)
@@ -239,14 +340,24 @@ def write_markdown(report: Report, path: Path) -> list[Path]:
         written.append(chart_path)
         images.append(f"![{chart.title}]({chart_path.name})")
     warnings = "".join(f"> warning: {w}\n" for w in report.comparison.warnings)
+    if report.verdicts:
+        shown, rest = _split_verdicts(report.verdicts)
+        sections = ("## Verdicts\n\n" + f"{_corrections_text(report.corrections)} {VERDICT_LEGEND}\n\n"
+                    + _verdicts_markdown(shown)
+                    + (f"\n{len(rest)} more exploratory comparison(s), none with a verdict:\n\n" + _verdicts_markdown(rest)
+                       if rest else "")
+                    + "\n## Every run\n\n" + "\n\n".join(images) + "\n"
+                    + "\n## Groups\n\n" + _configuration_markdown(report))
+    else:
+        sections = ("## Configurations\n\n" + _configuration_markdown(report)
+                    + "\n## Results\n\nDifferences are against the baseline (the first Experiment), run against run: whether one is more than noise takes repeated runs (an ExperimentSweep).\n\n"
+                    + compare.to_markdown(compare.Comparison(report.comparison.labels, report.comparison.rows, []))
+                    + "\n## Charts\n\n" + "\n\n".join(images) + "\n")
     text = (
         f"# {report.title}\n\n"
         f"Generated {report.generated} by esbench {esbench_version} from {len(report.entries)} Experiment(s).\n\n"
         + (warnings + "\n" if warnings else "")
-        + "## Configurations\n\n" + _configuration_markdown(report)
-        + "\n## Results\n\nDifferences are against the baseline (the first Experiment), run against run: whether one is more than noise takes repeated runs (an ExperimentSweep).\n\n"
-        + compare.to_markdown(compare.Comparison(report.comparison.labels, report.comparison.rows, []))
-        + "\n## Charts\n\n" + "\n\n".join(images) + "\n"
+        + sections
     )
     path.write_text(text)
     return written

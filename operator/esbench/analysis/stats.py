@@ -504,3 +504,23 @@ def to_wire(rows: Sequence[Row]) -> list[dict[str, Any]]:
         })
         for row in rows
     ]
+
+
+def change_text(found: dict[str, Any]) -> str:
+    """A change (a to_wire cell) with its interval, as "-12.0 % [-16.0, -8.0]" (an open end where
+    the data cannot bound it); a change between single runs has no interval."""
+    change = found.get("changePercent")
+    if change is None:
+        return "–"  # a zero baseline: no % to give
+    if "pValue" not in found:
+        return f"{change:+.1f} %"
+    low, high = found.get("changeLowPercent"), found.get("changeHighPercent")
+    return f"{change:+.1f} % [{'-inf' if low is None else f'{low:+.1f}'}, {'+inf' if high is None else f'{high:+.1f}'}]"
+
+
+def p_values_text(found: dict[str, Any]) -> str:
+    """A to_wire cell's raw and adjusted p-values, as ".042/.168"."""
+    def p(value: float) -> str:
+        return "<.001" if value < 0.001 else f"{value:.3f}".removeprefix("0")
+
+    return f"{p(found['pValue'])}/{p(found['pAdjusted'])}" if "pValue" in found else ""

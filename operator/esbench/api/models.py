@@ -76,6 +76,9 @@ class ResourceRequirements(Model):
 
 
 RESOURCES = "Kubernetes resource requests and limits (cpu, memory)."
+# The labels a sweep puts on its runs (the operator's and esbench run's): which sweep and cell.
+SWEEP_LABEL = "esbench.io/sweep"
+CELL_LABEL = "esbench.io/cell"
 
 
 class StorageType(str, Enum):

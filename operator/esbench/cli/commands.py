@@ -248,16 +248,22 @@ def compare_command(inputs: tuple[str, ...], namespace: str | None, context: str
         sys.stdout.write(text)
 
 
-def _compare_repeated(entries: list[compare.Entry], primary: tuple[str, ...], format_: str,
-                      output: Path | None) -> None:
-    if format_ not in ("table", "json"):
-        raise click.UsageError("--repeated prints a table or JSON")
+def _questions(primary: tuple[str, ...]) -> list[tuple[str, str]]:
+    """--primary TASK:METRIC options as (task, metric) pairs."""
     questions = []
     for question in primary:
         task, _, metric = question.rpartition(":")
         if not task or metric not in models.METRIC_NAMES:
             raise click.UsageError(f"--primary {question}: give TASK:METRIC, METRIC one of {', '.join(models.METRIC_NAMES)}")
         questions.append((task, metric))
+    return questions
+
+
+def _compare_repeated(entries: list[compare.Entry], primary: tuple[str, ...], format_: str,
+                      output: Path | None) -> None:
+    if format_ not in ("table", "json"):
+        raise click.UsageError("--repeated prints a table or JSON")
+    questions = _questions(primary)
     try:
         groups = compare.repetition_groups(entries)
     except compare.NotComparable as error:
@@ -342,18 +348,23 @@ def sweep_command(sweep: str, namespace: str | None, context: str | None, format
 @click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Write a Markdown report here (charts as SVG files next to it).")
 @click.option("--title", default=None, help="Report title.")
+@click.option("--primary", "primary", multiple=True, metavar="TASK:METRIC",
+              help="For repeated runs: a primary question (corrected by Holm; the rest by Benjamini-Hochberg).")
 def report_command(inputs: tuple[str, ...], namespace: str | None, context: str | None, html_path: Path | None,
-                   markdown_path: Path | None, title: str | None) -> None:
+                   markdown_path: Path | None, title: str | None, primary: tuple[str, ...]) -> None:
     """A report on one or more Experiments: configurations, results, charts.
 
-    EXPERIMENT as for `esbench compare`; the first is the baseline of the results table.
+    EXPERIMENT as for `esbench compare`; the first is the baseline of the results table. When
+    some Experiments share a spec (repetitions: a sweep's output folder, or `esbench run` made
+    again), the report opens with the verdicts of those groups, as `esbench compare --repeated`
+    gives them, and charts every run with each group's interval.
     """
     if not html_path and not markdown_path:
         raise click.UsageError("say where to write the report: --html FILE and/or --markdown FILE")
     from esbench.analysis import html_report  # matplotlib: loaded only when a report is drawn
 
     entries = _load(inputs, namespace, context)
-    report = html_report.build(entries, title=title)
+    report = html_report.build(entries, title=title, primary=_questions(primary))
     if html_path:
         html_path.write_text(html_report.to_html(report))
         click.echo(f"HTML report: {html_path}")

@@ -16,7 +16,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
-from esbench.analysis import compare
+from esbench.analysis import compare, stats
 from esbench.analysis.compare import Comparison, Section, format_value, unit_label
 from esbench.api import models
 
@@ -270,18 +270,6 @@ def comparison_statistics(baseline: str, corrections: dict[str, Any], rows: list
     return statistics_table(title, "task", rows)
 
 
-def change_text(found: dict[str, Any]) -> str:
-    """A change with its interval, as "-12.0 % [-16.0, -8.0]" (an open end where the data cannot
-    bound it); a change between single runs has no interval."""
-    change = found.get("changePercent")
-    if change is None:
-        return "–"  # a zero baseline: no % to give
-    if "pValue" not in found:
-        return f"{change:+.1f} %"
-    low, high = found.get("changeLowPercent"), found.get("changeHighPercent")
-    return f"{change:+.1f} % [{'-inf' if low is None else f'{low:+.1f}'}, {'+inf' if high is None else f'{high:+.1f}'}]"
-
-
 def statistics_table(title: str, subject: str, rows: list[dict[str, Any]], contender: str = "cell") -> Table:
     """Rows in stats.to_wire form, one line per contender (a cell, or a task of a contrast), as
     Rally lays out a comparison: the baseline's and the contender's medians, the change with its
@@ -306,7 +294,7 @@ def statistics_table(title: str, subject: str, rows: list[dict[str, Any]], conte
         contenders = [c for c in row["cells"] if c["verdict"] != "Baseline"]
         label = row["metric"] + (" *" if row.get("family") == "primary" else "")
         for position, found in enumerate(contenders):
-            p_values = f"{_p(found['pValue'])}/{_p(found['pAdjusted'])}" if "pValue" in found else ""
+            p_values = stats.p_values_text(found)
             verdict = Text(found["verdict"], style=VERDICT_STYLES.get(found["verdict"], "dim"))
             if found.get("runsNeeded"):
                 verdict.append(f" ~{found['runsNeeded']} runs", style="dim")
@@ -314,13 +302,9 @@ def statistics_table(title: str, subject: str, rows: list[dict[str, Any]], conte
                 verdict.append(" noisy", style="yellow")
             cell = [found["cell"]] if named else []
             table.add_row(row["subject"] if position == 0 else "", label if position == 0 else "", *cell,
-                          _median(baseline), _median(found), unit_label(row.get("unit")), change_text(found),
+                          _median(baseline), _median(found), unit_label(row.get("unit")), stats.change_text(found),
                           p_values, verdict, end_section=position == len(contenders) - 1)
     return table
-
-
-def _p(value: float) -> str:
-    return "<.001" if value < 0.001 else f"{value:.3f}".removeprefix("0")
 
 
 def _median(found: dict[str, Any] | None) -> str:

@@ -17,8 +17,10 @@ from pydantic import BaseModel
 
 from esbench.api.models import (
     API_VERSION,
+    CELL_LABEL,
     KIND,
     SWEEP_KIND,
+    SWEEP_LABEL,
     Elasticsearch,
     ExperimentSpec,
     SecretKeyRef,
@@ -29,8 +31,6 @@ from esbench.controller import names, readiness
 
 ECK_API_VERSION = "elasticsearch.k8s.elastic.co/v1"
 EXPERIMENT_LABEL = "esbench.io/experiment"
-SWEEP_LABEL = "esbench.io/sweep"
-CELL_LABEL = "esbench.io/cell"
 REPETITION_LABEL = "esbench.io/repetition"
 ATTEMPT_LABEL = "esbench.io/attempt"
 # Each owner kind labels its children with its own name, so handlers can route their events.
