@@ -411,3 +411,27 @@ def test_every_example_sweep_is_accepted_and_every_cell_is_a_valid_experiment(ap
             models.GROUP, models.VERSION, namespace, models.SWEEP_PLURAL, document, dry_run="All")
         plan = grid.plan(models.SweepSpec.model_validate(stored["spec"]), stored["metadata"]["name"], namespace)
         assert len(plan.cells) >= 2 and plan.baseline in plan.cells, path.name
+
+
+def test_rounds_go_on_for_a_contender_until_its_interval_is_narrow_enough_or_max_repetitions(
+        apis, eck, standin_kubelet, namespace, operator, race_json):
+    """The operator adds a round for each contender whose primary interval is still wider than the
+    target, interleaved with the baseline, and says why each cell stopped."""
+    refresh = [{"field": "index.refreshInterval", "values": ["1s", "2s", "3s"]}]
+    create_sweep(apis, namespace, "adaptive", matrix=refresh, repetitions=2, maxRepetitions=4,
+                 statistics={"primary": [{"task": "index-append", "metric": "throughput.median"}],
+                             "targetWidthPercent": 10})
+    driver = Driver(apis, eck, standin_kubelet, namespace, race_json, "adaptive")
+    # c1 is tight after two runs; c2 stays noisy to the end.
+    throughput = {"c0": [1000.0, 1001.0, 999.0, 1000.5], "c1": [800.0, 800.4], "c2": [1000.0, 700.0, 1300.0, 650.0]}
+    for _ in range(10):
+        child = driver.next_benchmarking()
+        labels = child["metadata"]["labels"]
+        driver.finish(child, throughput[labels["esbench.io/cell"]][int(labels["esbench.io/repetition"]) - 1])
+    done = driver.wait_done()
+    assert phase(done) == "Succeeded", done["status"]
+    ran = [tuple(name.rsplit("-", 2)[1:]) for name in driver.started]
+    assert ran[6:] == [("c0", "r3"), ("c2", "r3"), ("c0", "r4"), ("c2", "r4")], ran
+    stopped = {cell["id"]: cell.get("stopped", "") for cell in done["status"]["cells"]}
+    assert "within the target 10 pp" in stopped["c1"] and "after 2 runs" in stopped["c1"], stopped
+    assert "maxRepetitions 4 reached" in stopped["c2"], stopped
