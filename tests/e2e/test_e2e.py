@@ -193,6 +193,11 @@ def test_quickstart_succeeds_with_sane_results_and_cleans_up_its_cluster(cluster
     pods = results["environment"]["kubernetes"]
     if not (body["spec"].get("rally") or {}).get("resources"):
         assert pods["rally"]["qosClass"] == "Guaranteed", pods["rally"]
+        # The runner read its CPU limit and the CFS periods of the race from the pod's cgroup.
+        driver = results["environment"]["loadDriver"]
+        assert driver["cpuLimit"] == 0.5 and driver["cpuPeriods"] > 0, driver
+        print(f"{version}: the Rally pod throttled in {driver['cpuThrottledPeriods']} of {driver['cpuPeriods']} "
+              f"CFS periods ({driver['cpuThrottledSeconds']:.1f} s)")
     assert all(pod["qosClass"] in ("Guaranteed", "Burstable", "BestEffort") for pod in pods["elasticsearch"]), pods
     assert status["headline"]
     created_at = datetime.fromisoformat(experiment["metadata"]["creationTimestamp"])
@@ -221,8 +226,7 @@ def test_three_node_cluster_serves_a_race_on_replicated_shards_and_frees_its_vol
     body = quickstart(cluster, test_mode=True)
     body["metadata"]["name"] = "three-nodes"
     es = body["spec"]["elasticsearch"]
-    # Small CPU requests: the three pods and the Rally pod's one CPU fit on the node's two.
-    es.update(nodeCount=3, heap="384m", resources={"requests": {"cpu": "150m", "memory": "1Gi"}, "limits": {"memory": "1Gi"}})
+    es.update(nodeCount=3, heap="384m", resources={"requests": {"cpu": "300m", "memory": "1Gi"}, "limits": {"memory": "1Gi"}})
     body["spec"]["index"] = {"shards": 3, "replicas": 1}
     experiments.create(body)
     # The data on volumes of the cluster's default StorageClass (on the node: the local-path

@@ -410,7 +410,7 @@ class Rally(Model):
                               description="Runner image; defaults to the operator's configured image.")
     resources: ResourceRequirements | None = Field(
         None, description="The Rally container's requests and limits (cpu, memory). Default: the operator's "
-                          "setting, the chart's operator.rallyResources (1 CPU and 2Gi, requests equal to limits: "
+                          "setting, the chart's operator.rallyResources (half a CPU and 2Gi, requests equal to limits: "
                           "a Guaranteed pod).")
     extra_args: list[Annotated[str, Field(max_length=256)]] | None = Field(
         None, max_length=32, description="Extra esrally arguments, from an allowlist.", json_schema_extra=rules((
