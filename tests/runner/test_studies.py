@@ -113,7 +113,7 @@ def test_002_random_hits_read_the_disk_when_the_store_is_several_times_the_page_
     settings = cluster.client.get("codec-search/_settings")["codec-search"]["settings"]["index"]
     assert settings["codec"] == "best_compression"
     # The seed's codec: stored fields in zstd, in its best_compression mode (level 3, 240 KB blocks;
-    # 9.x's default is zstd too, level 1 in 14 KB blocks; 7.17's and 8.7's best_compression is DEFLATE).
+    # a release build's default is LZ4, Lucene90 BEST_SPEED; 7.17's and 8.7's best_compression is DEFLATE).
     shards = cluster.client.get("codec-search/_segments")["indices"]["codec-search"]["shards"]
     modes = {value for copies in shards.values() for copy in copies for segment in copy["segments"].values()
              for key, value in segment.get("attributes", {}).items() if key.startswith("Zstd")}
