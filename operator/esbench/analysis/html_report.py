@@ -48,8 +48,7 @@ class Report:
     configurations: list[dict[str, str]]
     comparison: Comparison
     charts: list[RenderedChart]
-    groups: list[Group] = field(default_factory=list)  # runs of one spec, when some repeat
-    verdicts: list[dict[str, Any]] = field(default_factory=list)  # the groups' comparison (stats.to_wire)
+    verdicts: list[dict[str, Any]] = field(default_factory=list)  # repeated runs: their groups' comparison
     corrections: dict[str, Any] = field(default_factory=dict)
 
 
@@ -112,7 +111,7 @@ def configuration(entry: Entry) -> dict[str, str]:
     }
 
 
-def repeated_groups(entries: list[Entry]) -> list[Group]:
+def _repeated_groups(entries: list[Entry]) -> list[Group]:
     """The entries' groups of one spec when there are two or more and some group repeats; else []."""
     try:
         groups = compare.repetition_groups(entries)
@@ -121,7 +120,7 @@ def repeated_groups(entries: list[Entry]) -> list[Group]:
     return groups if len(groups) > 1 and any(len(g.entries) > 1 for g in groups) else []
 
 
-def charted_rows(rows: list[dict[str, Any]], limit: int = CHARTED_ROWS) -> list[dict[str, Any]]:
+def _charted_rows(rows: list[dict[str, Any]], limit: int = CHARTED_ROWS) -> list[dict[str, Any]]:
     """The rows worth a chart: primary ones, then those with the smallest adjusted p-value."""
     def rank(row: dict[str, Any]) -> tuple[bool, float]:
         adjusted = [c["pAdjusted"] for c in row["cells"] if "pAdjusted" in c]
@@ -134,7 +133,7 @@ def build(entries: list[Entry], title: str | None = None, now: datetime | None =
           primary: Iterable[tuple[str, str]] = ()) -> Report:
     moment = (now or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC")
     title = title or ("esbench report: " + ", ".join(e.label for e in entries))
-    groups = repeated_groups(entries)
+    groups = _repeated_groups(entries)
     if not groups:
         return Report(title=title, generated=moment, entries=entries,
                       configurations=[configuration(e) for e in entries],
@@ -147,10 +146,10 @@ def build(entries: list[Entry], title: str | None = None, now: datetime | None =
         names = ", ".join(e.label for e in group.entries)
         configurations.append({**configuration(group.entries[0]),
                                "experiment": f"{group.name}: {len(group.entries)} run(s) ({names})"})
-    drawn = charts.repeated_runs(groups, charted_rows(verdicts))
+    drawn = charts.repeated_runs(groups, _charted_rows(verdicts))
     return Report(title=title, generated=moment, entries=entries, configurations=configurations,
                   comparison=compare.compare(entries), charts=_render([drawn] if drawn else []),
-                  groups=groups, verdicts=verdicts, corrections=stats.corrections(rows))
+                  verdicts=verdicts, corrections=stats.corrections(rows))
 
 
 def _render(drawn: list[charts.Chart]) -> list[RenderedChart]:
@@ -217,10 +216,10 @@ def _results_html(comparison: Comparison) -> str:
 
 VERDICT_COLUMNS = ["task", "metric", "group", "baseline", "contender", "unit", "change [interval]", "p raw/adj.",
                    "verdict"]
-VERDICT_LEGEND = ("Each group is a sweep's cell or the runs of one spec; the first is the baseline. baseline, contender: medians of the runs. "
-                  "change: the ratio on the runs' logarithms (of geometric means), where a run has 0 the difference "
-                  "of means in % of the baseline's; [interval] at the level corrected for the number of "
-                  "comparisons. * primary question.")
+VERDICT_LEGEND = ("Each group is a sweep's cell or the runs of one spec; the first is the baseline. baseline, "
+                  "contender: medians of the runs. change: the ratio on the runs' logarithms (of geometric means), "
+                  "where a run has 0 the difference of means in % of the baseline's; [interval] at the level "
+                  "corrected for the number of comparisons. * primary question.")
 
 
 def _corrections_text(corrections: dict[str, Any]) -> str:
@@ -229,7 +228,7 @@ def _corrections_text(corrections: dict[str, Any]) -> str:
     return "Corrected for many comparisons (" + "; ".join(families) + ")." if families else ""
 
 
-def verdict_lines(rows: list[dict[str, Any]]) -> list[list[str]]:
+def _verdict_lines(rows: list[dict[str, Any]]) -> list[list[str]]:
     """One line per (row, contender) in VERDICT_COLUMNS: the primary questions first."""
     lines = []
     for row in sorted(rows, key=lambda r: r.get("family") != "primary"):
@@ -259,7 +258,7 @@ def _verdicts_table_html(rows: list[dict[str, Any]]) -> str:
     body = "".join(
         "<tr>" + "".join(f'<td class="num">{_e(v)}</td>' if c in numeric else f"<td>{_e(v)}</td>"
                          for c, v in zip(VERDICT_COLUMNS, line, strict=True)) + "</tr>"
-        for line in verdict_lines(rows))
+        for line in _verdict_lines(rows))
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
@@ -325,7 +324,7 @@ def _configuration_markdown(report: Report) -> str:
 
 def _verdicts_markdown(rows: list[dict[str, Any]]) -> str:
     lines = ["| " + " | ".join(VERDICT_COLUMNS) + " |", "|" + "---|" * len(VERDICT_COLUMNS)]
-    lines += ["| " + " | ".join(_md(v) for v in line) + " |" for line in verdict_lines(rows)]
+    lines += ["| " + " | ".join(_md(v) for v in line) + " |" for line in _verdict_lines(rows)]
     return "\n".join(lines) + "\n"
 
 
