@@ -13,6 +13,7 @@ import sys
 import yaml
 
 from esbench.api import models
+from esbench.runner import race
 from tests.support.elasticsearch import LATEST
 from tests.support.waiting import wait_for
 
@@ -35,15 +36,16 @@ def test_a_sweep_interrupted_mid_run_resumes_where_it_stopped(esbench, esrally, 
     url = clusters.get(LATEST).url
     (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(SWEEP))
     folder = tmp_path / "local-codec"
-    # --work-dir: each run's own folder in it appears as the run begins, the evidence waited for.
+    # --work-dir: each run's own folder in it, Rally's home and log within, are the evidence waited for.
     command = [sys.executable, "-m", "esbench.cli", "run", "sweep.yaml", "--es-url", url, "--work-dir", "work"]
     environment = {**os.environ, "COLUMNS": "200", "ESBENCH_ESRALLY": esrally}
     with open(tmp_path / "first.out", "w") as stdout, open(tmp_path / "first.err", "w") as stderr:
         first = subprocess.Popen(command, cwd=tmp_path, env=environment, stdout=stdout, stderr=stderr)
     try:
-        # Interrupted once the first run has ended and the second one has begun.
-        wait_for(lambda: first.poll() is not None or (tmp_path / "work" / "local-codec-c1-r1").exists(), 300,
-                 "the second run to begin")
+        # Interrupted once the first run has ended and the second one's esrally has begun (its log).
+        rally_home = tmp_path / "work" / "local-codec-c1-r1" / "rally"
+        wait_for(lambda: first.poll() is not None or (rally_home / ".rally" / "logs" / "rally.log").exists(), 300,
+                 "the second run's esrally to begin")
         assert first.poll() is None, "the sweep ended before it was interrupted"
         first.send_signal(signal.SIGINT)
         first.wait(timeout=120)
@@ -52,6 +54,7 @@ def test_a_sweep_interrupted_mid_run_resumes_where_it_stopped(esbench, esrally, 
             first.kill()
     out, err = (tmp_path / "first.out").read_text(), (tmp_path / "first.err").read_text()
     assert first.returncode == 130, out + err
+    assert race.rally_processes() == [], "the interrupted race left Rally processes behind"
     assert "the runs that ended are in local-codec; run the same command again to go on" in " ".join(err.split())
     assert sorted(p.name for p in (folder / "runs").iterdir()) == ["local-codec-c0-r1.json"]
     made_first = (folder / "runs" / "local-codec-c0-r1.json").read_bytes()

@@ -224,6 +224,10 @@ def run_esrally(
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+    except BaseException:  # interrupted (Ctrl-C or SIGTERM in the CLI): esrally must not race on alone
+        os.killpg(process.pid, signal.SIGKILL)
+        stop_leftover_actors(rally_home, grace=0.0)
+        raise
     # After a timeout the actors would carry on: end them at once; else give them time to exit.
     stop_leftover_actors(rally_home, grace=30.0 if status is not None else 0.0)
     reader.join(timeout=10)
