@@ -178,11 +178,12 @@ def load_driver(cgroup_before: dict[str, float] | None = None,
                 cgroup_after: dict[str, float] | None = None) -> models.LoadDriverEnvironment:
     """Where Rally ran; with its CPU cgroup read before and after the race, how much the cgroup's
     CPU limit throttled it meanwhile (Rally shares the runner's cgroup)."""
+    usable = sorted(os.sched_getaffinity(0))
     environment = models.LoadDriverEnvironment(
         kernel=platform.release(),
         cpu_model=_cpu_model(),
-        processors=len(os.sched_getaffinity(0)),
-        cpus=sorted(os.sched_getaffinity(0)),
+        processors=len(usable),
+        cpus=usable,
         python=platform.python_version(),
     )
     if cgroup_before and cgroup_after:

@@ -48,8 +48,8 @@ RALLY_START_ATTEMPTS = 5
 # Time kept, out of lifecycle.raceTimeoutSeconds, to stop Rally and print the report.
 REPORT_MARGIN_SECONDS = 45
 # The idle window runs from the first _nodes/stats sample to the first task, which esrally
-# reaches within about 4 s: the nodes are watched this much longer, with no Rally running, so
-# that a background task of the node weighs less in the idle rate. Test mode measures nothing.
+# reaches soon after it starts: the nodes are watched this much longer, with no Rally running,
+# so that a background task of the node weighs less in the idle rate. Test mode measures nothing.
 IDLE_LEAD_SECONDS = 5.0
 
 EXIT_CODES = {
