@@ -184,6 +184,7 @@ def _repeated_runs(result_files, tmp_path, codecs=("default", "best_compression"
             if labels:
                 run["metadata"]["name"] = f"{labels}-c{cell}-r{repetition}"
                 run["metadata"]["labels"] = {"esbench.io/sweep": labels, "esbench.io/cell": f"c{cell}"}
+                run["metadata"]["annotations"] = {"esbench.io/cell": f"index.codec={codec}"}
             run["spec"]["index"]["codec"] = codec
             run["status"]["results"]["tasks"][0]["throughput"]["median"] = task["throughput"]["median"] * factor * jitter
             paths.append(tmp_path / f"{run['metadata']['name']}.json")
@@ -211,12 +212,20 @@ def test_repeated_runs_of_two_specs_get_the_sweeps_statistics(esbench, result_fi
 
 
 def test_a_sweeps_cells_are_groups_even_when_two_share_a_spec(esbench, result_files, tmp_path):
-    """An A/A sweep's two cells have one spec: its runs' labels tell them apart."""
+    """An A/A sweep's two cells have one spec: its runs' labels tell them apart. Its warm-up run
+    (cell w0) is no group: it is there to be discarded."""
     task, paths = _repeated_runs(result_files, tmp_path, codecs=("default", "default"), labels="aa")
+    warmup = json.loads(paths[0].read_text())
+    warmup["metadata"].update(name="aa-w0-r1", labels={"esbench.io/sweep": "aa", "esbench.io/cell": "w0"})
+    paths.insert(0, tmp_path / "aa-w0-r1.json")
+    paths[0].write_text(json.dumps(warmup))
     shown = esbench("compare", *map(str, paths), "--repeated", "--format", "json")
     assert shown.exit_code == 0, shown.stderr
     assert json.loads(shown.stdout)["groups"] == {"c0": ["aa-c0-r0", "aa-c0-r1", "aa-c0-r2"],
                                                   "c1": ["aa-c1-r0", "aa-c1-r1", "aa-c1-r2"]}
+    report = tmp_path / "report.md"
+    assert esbench("report", *map(str, paths), "--markdown", str(report)).exit_code == 0
+    assert "c1 (index.codec=default): 3 run(s)" in report.read_text() and "w0 (" not in report.read_text()
 
 
 def test_the_report_on_repeated_runs_opens_with_their_verdicts_and_charts_every_run(esbench, result_files, tmp_path):

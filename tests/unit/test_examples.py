@@ -9,9 +9,8 @@ from esbench.api import models
 from esbench.runner import race, rally
 
 ROOT = Path(__file__).resolve().parents[2] / "examples"
-# Studies: experiment-*.yaml run offline (make studies); cluster-*.yaml and target.yaml need
-# what the offline distribution lacks; the ExperimentSweeps (sweep*.yaml, and curve-*.yaml that
-# make studies also runs cell by cell) are checked by the API server (tests/integration).
+# Studies: their Experiments (003's cluster-*.yaml and target.yaml); the studies' ExperimentSweeps
+# (sweep*.yaml, curve-*.yaml: what make studies runs) are checked by the API server (tests/integration).
 EXAMPLES = sorted(ROOT.glob("*.yaml")) + sorted(
     p for p in ROOT.glob("studies/*/*.yaml") if not p.name.startswith(("sweep", "curve-")))
 REPLICAS = {"indexing-knobs.yaml": 1}

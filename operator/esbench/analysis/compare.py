@@ -306,9 +306,12 @@ class Group:
 
 def repetition_groups(entries: list[Entry]) -> list[Group]:
     """Runs of one configuration, one group each, in order: a sweep's runs by their cell (an A/A
-    sweep has two cells of one spec), other runs by their spec."""
+    sweep has two cells of one spec; its warm-up runs are left out: they are there to be
+    discarded), other runs by their spec."""
     found: dict[str, Group] = {}
     for entry in entries:
+        if entry.cell and entry.cell.split()[-1].startswith(models.WARMUP_CELL_PREFIX):
+            continue
         if entry.cell:
             if entry.cell not in found:  # the cell's id, unless runs of two sweeps share it
                 short = entry.cell.split()[-1]

@@ -21,6 +21,7 @@ from typing import Any
 
 from esbench.analysis import charts, compare, stats
 from esbench.analysis.compare import Comparison, Entry, Group
+from esbench.api import models
 
 try:
     esbench_version = version("esbench")
@@ -144,8 +145,10 @@ def build(entries: list[Entry], title: str | None = None, now: datetime | None =
     configurations = []
     for group in groups:
         names = ", ".join(e.label for e in group.entries)
+        values = group.entries[0].annotations.get(models.CELL_LABEL)  # a sweep's cell: what it sets
         configurations.append({**configuration(group.entries[0]),
-                               "experiment": f"{group.name}: {len(group.entries)} run(s) ({names})"})
+                               "experiment": f"{group.name}{f' ({values})' if values else ''}: "
+                                             f"{len(group.entries)} run(s) ({names})"})
     drawn = charts.repeated_runs(groups, _charted_rows(verdicts))
     return Report(title=title, generated=moment, entries=entries, configurations=configurations,
                   comparison=compare.compare(entries), charts=_render([drawn] if drawn else []),

@@ -79,6 +79,7 @@ RESOURCES = "Kubernetes resource requests and limits (cpu, memory)."
 # The labels a sweep puts on its runs (the operator's and esbench run's): which sweep and cell.
 SWEEP_LABEL = "esbench.io/sweep"
 CELL_LABEL = "esbench.io/cell"
+WARMUP_CELL_PREFIX = "w"  # warm-up runs' cells are w0, w1, ...; the measured ones c0, c1, ...
 
 
 class StorageType(str, Enum):
@@ -171,6 +172,9 @@ class Elasticsearch(Model):
     tls: bool = Field(True, description="ECK's self-signed HTTPS on the HTTP layer. false serves plain HTTP "
                                         "(still with authentication).")
 
+    def nodes(self) -> int:
+        return sum(ns.count for ns in self.node_sets) if self.node_sets else self.node_count or 1
+
     def node_config(self) -> dict[str, Any]:
         """elasticsearch.yml settings of every node: esbench's defaults, then the spec's config."""
         return {**DEFAULT_NODE_CONFIG, **(self.config or {})}
@@ -222,6 +226,8 @@ class Target(Model):
 class Codec(str, Enum):
     DEFAULT = "default"
     BEST_COMPRESSION = "best_compression"
+    LEGACY_DEFAULT = "legacy_default"
+    LEGACY_BEST_COMPRESSION = "legacy_best_compression"
 
 
 # Settings with a field of their own in spec.index.
@@ -231,7 +237,10 @@ _INDEX_FIELD_SETTINGS = ("index.codec", "codec", "index.number_of_shards", "numb
 
 
 class Index(Model):
-    codec: Codec | None = Field(None, description="index.codec.")
+    codec: Codec | None = Field(
+        None, description="index.codec. legacy_default and legacy_best_compression (the LZ4 and DEFLATE stored fields "
+                          "of releases before zstd) exist only in releases with zstd stored fields: an older one "
+                          "refuses the index.")
     shards: int | None = Field(None, ge=1, le=1024,
                                description="index.number_of_shards (Rally's track parameter number_of_shards).")
     replicas: int | None = Field(None, ge=0, le=32,

@@ -126,7 +126,7 @@ def local_notes(spec: models.ExperimentSpec, options: Options) -> list[str]:
         return [f"Elasticsearch at {options.es_url} is used as it is: spec.elasticsearch (version {es.version}, "
                 "nodes, heap, config, TLS) is not applied to it"]
     notes = []
-    nodes = sum(ns.count for ns in es.node_sets) if es.node_sets else es.node_count or 1
+    nodes = es.nodes()
     if nodes > 1:
         notes.append(f"local mode runs one node; the spec asks for {nodes}")
     resources = es.resources or models.ResourceRequirements()

@@ -198,6 +198,6 @@ def warmup_runs(runs: list[Run], spec: models.SweepSpec) -> list[Run]:
     for run in runs:
         if spec.cluster_reuse or "target" in run.cell.spec:
             first_cell.setdefault(cluster_key(run.cell.spec), run.cell)
-    return [Run(Cell(f"w{number}", cell.values, cell.spec), repetition)
+    return [Run(Cell(f"{models.WARMUP_CELL_PREFIX}{number}", cell.values, cell.spec), repetition)
             for number, cell in enumerate(first_cell.values())
             for repetition in range(1, spec.warmup_runs + 1)]
