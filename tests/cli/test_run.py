@@ -181,6 +181,10 @@ def test_without_es_url_elasticsearch_is_downloaded_started_over_https_and_stopp
     assert document["metadata"]["annotations"]["esbench.io/cpus"] == split.describe()
     assert results.environment.load_driver.cpus == list(split.rally)
     assert node.available_processors == len(split.elasticsearch)
+    # What Elasticsearch does not report, from the node's memory cgroup: the longest task's page
+    # cache (the index it wrote stays cached) and major page faults (counted, none or more).
+    longest = max((t for t in results.tasks if t.resources), key=lambda t: t.resources.seconds)
+    assert longest.resources.page_cache_bytes > 0 and longest.resources.major_page_faults >= 0, longest.resources
 
     # HTTPS as ECK serves it (spec.elasticsearch.tls defaults to true), and it is gone afterwards.
     (port,) = re.findall(r"https://localhost:(\d+)", run.stdout)

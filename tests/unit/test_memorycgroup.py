@@ -25,6 +25,10 @@ def test_v1_limits_are_bytes_or_minus_one_and_what_reclaim_cannot_take_is_usage_
     (group.path / "memory.stat").write_text(
         "active_file 1\ninactive_file 2\ntotal_rss 700\ntotal_active_file 100\ntotal_inactive_file 50\n")
     assert group.unreclaimable_bytes() == 850
+    # Per task (nodestats' probe): faults and file pages of the cgroup and its children.
+    (group.path / "memory.stat").write_text("pgmajfault 3\ntotal_pgmajfault 42\ntotal_active_file 100\n"
+                                            "total_inactive_file 50\nactive_file 1\ninactive_file 2\n")
+    assert group.counters() == {"major_page_faults": 42, "page_cache_bytes": 150}
 
 
 def test_v2_limits_are_bytes_or_max(tmp_path, as_root):
@@ -36,6 +40,8 @@ def test_v2_limits_are_bytes_or_max(tmp_path, as_root):
     (group.path / "memory.current").write_text("20000\n")
     (group.path / "memory.stat").write_text("anon 4096\nfile 8192\nkernel 7000\nactive_file 5000\ninactive_file 3000\n")
     assert group.unreclaimable_bytes() == 12000
+    (group.path / "memory.stat").write_text("anon 4096\npgmajfault 7\nactive_file 5000\ninactive_file 3000\n")
+    assert group.counters() == {"major_page_faults": 7, "page_cache_bytes": 8000}
     (group.path / "memory.stat").write_text("anon 4096\n")
     with pytest.raises(memorycgroup.Unavailable, match="active_file"):
         group.unreclaimable_bytes()

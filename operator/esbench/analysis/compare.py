@@ -87,6 +87,8 @@ TASK_METRICS += [
         ("io.read_operations", "disk reads", "operations", "io_read_operations"),
         ("io.write_bytes", "disk written", "bytes", "io_write_bytes"),
         ("write_rejections", "write rejections", "rejections", "write_rejections"),
+        ("page_faults.major", "major page faults", "faults", "major_page_faults"),
+        ("page_cache.mean", "page cache", "bytes", "page_cache_bytes"),
     )
 ]
 

@@ -35,7 +35,8 @@ TASK_METRIC_NAMES = (
     "service_time.p90", "service_time.p99", "service_time.p100", "error_rate", "process_cpu.percent",
     "process_cpu.max_node_percent", "process_cpu.time", "process_cpu.net_time", "cgroup_cpu.time", "os_cpu.percent",
     "heap_used.mean",
-    "gc.time", "io.read_bytes", "io.read_operations", "io.write_bytes", "write_rejections", "indexed_rate",
+    "gc.time", "io.read_bytes", "io.read_operations", "io.write_bytes", "write_rejections", "page_faults.major",
+    "page_cache.mean", "indexed_rate",
 )
 METRIC_NAMES = (*TASK_METRIC_NAMES, "store_size", "segment_count", "indexing_time", "merge_time", "refresh_time",
                 "flush_time", "young_gc_time", "old_gc_time", "process_cpu.mean", "process_cpu.p90")
@@ -598,6 +599,11 @@ class TaskResources(Model):
     # process_cpu_ms less the idle window's rate over the task's seconds: the task's own CPU, not the
     # JVM's background (GC, scheduled tasks) nor esbench's own _nodes/stats sampling.
     process_cpu_ms_net: float | None = None
+    # Local mode only, from the node's memory cgroup (Elasticsearch reports neither): pages its
+    # processes had to read from disk on access (with mmap, how the store is read), and the page
+    # cache charged to it, averaged over the samples.
+    major_page_faults: float | None = None
+    page_cache_bytes: float | None = None
 
 
 class IdleWindow(Model):

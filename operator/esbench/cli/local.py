@@ -347,10 +347,12 @@ def run(stored: dict[str, Any], spec: models.ExperimentSpec, options: Options, p
     cluster_version = None
     try:
         with open(log_path, "a") as log, contextlib.ExitStack() as stack:
+            memory = None  # the local node's memory cgroup, when esbench started the node as root
             if shared is not None:
                 annotations.update(shared.annotations)
                 target = shared.cluster.client
                 timeout = 30.0
+                memory = shared.cluster.memory
             elif options.es_url:
                 annotations["esbench.io/elasticsearch"] = f"existing cluster at {describe_url(options.es_url)}"
                 target = Target(options.es_url, options.username, options.password, options.ca_file)
@@ -359,6 +361,7 @@ def run(stored: dict[str, Any], spec: models.ExperimentSpec, options: Options, p
                 cluster = stack.enter_context(_local_cluster(spec, options, progress, annotations))
                 target = cluster.client
                 timeout = 30.0
+                memory = cluster.memory
             with progress.step(f"Race: track {spec.workload.track} ({spec.workload.source.value}), "
                                f"race id {race_id}") as detail:
                 def on_line(line: str) -> None:
@@ -373,6 +376,7 @@ def run(stored: dict[str, Any], spec: models.ExperimentSpec, options: Options, p
                     spec=spec, target_url=target.url, ca_file=target.ca_file, username=target.username,
                     password=target.password, race_id=race_id, work_dir=work_dir, esrally=options.esrally,
                     target_timeout=timeout, corpus_cache=localcluster.cache_root() / "corpora",
+                    node_probe=memory.counters if memory else None,
                 )
                 report = race.run(settings, out=_LineSink(on_line))
             if report.results is not None:

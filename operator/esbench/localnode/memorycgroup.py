@@ -71,13 +71,24 @@ class MemoryCgroup:
         pages. A limit of this plus N leaves the page cache about N; a base of anonymous memory
         alone would let kernel memory eat into N."""
         usage = int((self.path / ("memory.current" if self.v2 else "memory.usage_in_bytes")).read_text())
+        active, inactive = self._stat("active_file", "inactive_file")
+        return usage - active - inactive
+
+    def counters(self) -> dict[str, int]:
+        """What Elasticsearch does not report of its node: the major page faults of the processes in
+        the cgroup (pages read from disk on access: how an mmapped store is read) and the page
+        cache charged to it (file pages, the JVM's own mapped files included)."""
+        faults, active, inactive = self._stat("pgmajfault", "active_file", "inactive_file")
+        return {"major_page_faults": faults, "page_cache_bytes": active + inactive}
+
+    def _stat(self, *names: str) -> list[int]:
+        """Figures of memory.stat for the cgroup and its children (v1 names those total_*)."""
         prefix = "" if self.v2 else "total_"
         fields = dict(line.split() for line in (self.path / "memory.stat").read_text().splitlines())
         try:
-            files = int(fields[f"{prefix}active_file"]) + int(fields[f"{prefix}inactive_file"])
+            return [int(fields[f"{prefix}{name}"]) for name in names]
         except KeyError as missing:
             raise Unavailable(f"{self.path / 'memory.stat'} has no {missing}") from None
-        return usage - files
 
     def remove(self, timeout: float = 10.0) -> None:
         """Once every process has left it (an exiting JVM takes a moment)."""

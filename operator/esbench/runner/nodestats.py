@@ -42,6 +42,18 @@ STATS_PATH = (
 )
 # The local time (seconds since the epoch) a sample was read, added to Elasticsearch's answer.
 SAMPLED_AT = "sampled_at"
+# Counters Elasticsearch does not report, read by esbench beside each answer (local mode: the
+# node's memory cgroup) and put into the node's stats under this key.
+PROBED = "esbench_probe"
+
+
+def with_probe(answer: dict[str, Any], probed: dict[str, Any]) -> dict[str, Any]:
+    """The answer with the probe's counters in its node's stats. A probe watches one local node,
+    so an answer from several nodes is left as it is."""
+    nodes = answer.get("nodes") or {}
+    if len(nodes) == 1:
+        next(iter(nodes.values()))[PROBED] = probed
+    return answer
 
 
 class Sampler:
@@ -247,6 +259,8 @@ def task_resources(
             "io_write_bytes": _kilobytes(write_kb),
             "write_rejections": _sum(rejections),
             "index_operations": increase("indices.indexing.index_total"),
+            "major_page_faults": increase(f"{PROBED}.major_page_faults"),
+            "page_cache_bytes": mean(f"{PROBED}.page_cache_bytes"),
         })
     if not any(v is not None for node in per_node for v in node.values()):
         return None
@@ -270,4 +284,6 @@ def task_resources(
         io_write_bytes=_sum(over_nodes("io_write_bytes")),
         write_rejections=_sum(over_nodes("write_rejections")),
         index_operations=_sum(over_nodes("index_operations")),
+        major_page_faults=_sum(over_nodes("major_page_faults")),
+        page_cache_bytes=_sum(over_nodes("page_cache_bytes")),
     )

@@ -27,6 +27,7 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -76,6 +77,8 @@ class RaceSettings:
     target_timeout: float = 300.0
     sample_interval: float = 2.0
     corpus_cache: Path | None = None  # generated corpora kept across races (local mode)
+    # Counters of the one node that Elasticsearch does not report (local mode: its memory cgroup).
+    node_probe: Callable[[], dict[str, Any]] | None = None
 
 
 def exit_code(report: RaceReport) -> int:
@@ -248,6 +251,17 @@ def spec_rejection(spec: models.ExperimentSpec) -> str | None:
     return None
 
 
+def _node_stats(target: Target, probe: Callable[[], dict[str, Any]] | None) -> dict[str, Any]:
+    answer = target.get(nodestats.STATS_PATH, timeout=5)
+    if probe is None:
+        return answer
+    try:
+        probed = probe()
+    except Exception:  # a probe that fails must not cost Elasticsearch's own figures
+        return answer
+    return nodestats.with_probe(answer, probed)
+
+
 def run(settings: RaceSettings, out: IO[str] = sys.stdout) -> RaceReport:
     """Run the race; whatever happens, return a report (the operator waits for one)."""
     try:
@@ -350,7 +364,7 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
         for _ in range(RALLY_START_ATTEMPTS):
             wait_for_other_races(timeout=min(OTHER_RACES_TIMEOUT_SECONDS, remaining()), out=out)
             # Sampled from the idle lead until esrally exits, so that waiting does not dilute the figures.
-            sampler = nodestats.Sampler(lambda: target.get(nodestats.STATS_PATH, timeout=5), settings.sample_interval)
+            sampler = nodestats.Sampler(lambda: _node_stats(target, settings.node_probe), settings.sample_interval)
             started = time.monotonic()
             sampler.start()
             if not spec.workload.test_mode:
