@@ -390,7 +390,8 @@ class Workload(Model):
     contrasts: list[Contrast] | None = Field(
         None, max_length=16,
         description="Tasks of this race that are variants of one question, each compared with a baseline task of "
-                    "the same race (status.contrasts; with significance over a sweep's repetitions).",
+                    "the same race (status.contrasts; with significance over a sweep's repetitions, each variant "
+                    "paired race by race with the baseline under the WelchT test).",
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]})
 
 
