@@ -171,19 +171,22 @@ def test_show_prints_latency_beside_service_time_each_tasks_node_cpu_contrasts_a
     assert [c["cell"] for c in wire["rows"][0]["cells"]] == ["range-1900-1989", "terms-1900-1989"]
 
 
-def _repeated_runs(result_files, tmp_path, codecs=("default", "best_compression"), labels=None):
-    """Three runs of each codec; the second codec's first task has 20 % less throughput. With
-    labels, the runs carry a sweep's labels: cell cN for the Nth codec."""
+def _repeated_runs(result_files, tmp_path, codecs=("default", "best_compression"), labels=None,
+                   jitters=(0.99, 1.0, 1.01)):
+    """Three runs of each codec, the Nth of each scaled by jitters[N]; the second codec's first
+    task has 20 % less throughput. With labels, the runs carry a sweep's labels: cell cN for the
+    Nth codec, round N + 1 for its Nth run."""
     document = json.loads(result_files[0].read_text())
     task = document["status"]["results"]["tasks"][0]
     paths = []
     for cell, (codec, factor) in enumerate(zip(codecs, (1.0, 0.8), strict=True)):
-        for repetition, jitter in enumerate((0.99, 1.0, 1.01)):
+        for repetition, jitter in enumerate(jitters):
             run = json.loads(json.dumps(document))
             run["metadata"]["name"] = f"{codec}-r{repetition}"
             if labels:
                 run["metadata"]["name"] = f"{labels}-c{cell}-r{repetition}"
-                run["metadata"]["labels"] = {"esbench.io/sweep": labels, "esbench.io/cell": f"c{cell}"}
+                run["metadata"]["labels"] = {"esbench.io/sweep": labels, "esbench.io/cell": f"c{cell}",
+                                             "esbench.io/repetition": str(repetition + 1)}
                 run["metadata"]["annotations"] = {"esbench.io/cell": f"index.codec={codec}"}
             run["spec"]["index"]["codec"] = codec
             run["status"]["results"]["tasks"][0]["throughput"]["median"] = task["throughput"]["median"] * factor * jitter
@@ -226,6 +229,31 @@ def test_a_sweeps_cells_are_groups_even_when_two_share_a_spec(esbench, result_fi
     report = tmp_path / "report.md"
     assert esbench("report", *map(str, paths), "--markdown", str(report)).exit_code == 0
     assert "c1 (index.codec=default): 3 run(s)" in report.read_text() and "w0 (" not in report.read_text()
+
+
+def test_paired_by_round_the_drift_of_a_sweeps_rounds_cancels_out(esbench, result_files, tmp_path):
+    """Rounds that drift (a node warming up) hide a 20 % change between independent samples;
+    with --paired each contender's run is compared with the baseline's run of the same round."""
+    task, paths = _repeated_runs(result_files, tmp_path, labels="drift", jitters=(0.6, 1.0, 1.6))
+    question = f"{task['task']}:throughput.median"
+
+    def verdict(*flags):
+        shown = esbench("compare", *map(str, paths), "--repeated", "--primary", question, "--format", "json", *flags)
+        assert shown.exit_code == 0, shown.stderr
+        row = next(r for r in json.loads(shown.stdout)["comparison"]
+                   if r["subject"] == task["task"] and r["metric"] == "throughput.median")
+        return row["cells"][1]["verdict"]
+
+    assert verdict() == "Inconclusive" and verdict("--paired") == "Worse"
+    report = tmp_path / "report.md"
+    assert esbench("report", *map(str, paths), "--paired", "--markdown", str(report)).exit_code == 0
+    assert "same round (paired t)" in report.read_text()
+    # Runs that carry no round cannot be paired: refused, not guessed.
+    (tmp_path / "plain").mkdir()
+    _, plain = _repeated_runs(result_files, tmp_path / "plain")
+    refused = esbench("compare", *map(str, plain), "--repeated", "--paired")
+    assert refused.exit_code == 2 and "no round" in refused.stderr
+    assert esbench("compare", *map(str, paths), "--paired").exit_code == 2  # --paired compares repetitions
 
 
 def test_the_report_on_repeated_runs_opens_with_their_verdicts_and_charts_every_run(esbench, result_files, tmp_path):

@@ -164,6 +164,7 @@ class Entry:
     source: str | None = None  # file path or namespace/name
     annotations: dict[str, str] = field(default_factory=dict)
     cell: str | None = None  # a sweep's run: "SWEEP CELL" from its labels (warm-up runs: cells w0, w1, ...)
+    repetition: int | None = None  # a sweep's run: its round
 
 
 class NotComparable(ValueError):
@@ -200,6 +201,7 @@ def entry_from_document(document: dict[str, Any], source: str | None = None) -> 
         annotations=dict(metadata.get("annotations") or {}),
         cell=(f"{labels[models.SWEEP_LABEL]} {labels[models.CELL_LABEL]}"
               if models.SWEEP_LABEL in labels and models.CELL_LABEL in labels else None),
+        repetition=int(labels[models.REPETITION_LABEL]) if labels.get(models.REPETITION_LABEL, "").isdigit() else None,
     )
 
 

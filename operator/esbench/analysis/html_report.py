@@ -51,6 +51,7 @@ class Report:
     charts: list[RenderedChart]
     verdicts: list[dict[str, Any]] = field(default_factory=list)  # repeated runs: their groups' comparison
     corrections: dict[str, Any] = field(default_factory=dict)
+    paired: bool = False  # repeated runs compared round by round
 
 
 def _json(value: Any) -> str:
@@ -131,7 +132,7 @@ def _charted_rows(rows: list[dict[str, Any]], limit: int = CHARTED_ROWS) -> list
 
 
 def build(entries: list[Entry], title: str | None = None, now: datetime | None = None,
-          primary: Iterable[tuple[str, str]] = ()) -> Report:
+          primary: Iterable[tuple[str, str]] = (), paired: bool = False) -> Report:
     moment = (now or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC")
     title = title or ("esbench report: " + ", ".join(e.label for e in entries))
     groups = _repeated_groups(entries)
@@ -139,8 +140,7 @@ def build(entries: list[Entry], title: str | None = None, now: datetime | None =
         return Report(title=title, generated=moment, entries=entries,
                       configurations=[configuration(e) for e in entries],
                       comparison=compare.compare(entries), charts=_render(charts.all_charts(entries)))
-    samples = {group.name: [entry.results for entry in group.entries] for group in groups}
-    rows = stats.compare_cells(samples, groups[0].name, primary=primary)
+    rows = stats.compare_groups(groups, primary, paired)
     verdicts = stats.to_wire(rows)
     configurations = []
     for group in groups:
@@ -152,7 +152,7 @@ def build(entries: list[Entry], title: str | None = None, now: datetime | None =
     drawn = charts.repeated_runs(groups, _charted_rows(verdicts))
     return Report(title=title, generated=moment, entries=entries, configurations=configurations,
                   comparison=compare.compare(entries), charts=_render([drawn] if drawn else []),
-                  verdicts=verdicts, corrections=stats.corrections(rows))
+                  verdicts=verdicts, corrections=stats.corrections(rows), paired=paired)
 
 
 def _render(drawn: list[charts.Chart]) -> list[RenderedChart]:
@@ -225,10 +225,13 @@ VERDICT_LEGEND = ("Each group is a sweep's cell or the runs of one spec; the fir
                   "corrected for the number of comparisons. * primary question.")
 
 
-def _corrections_text(corrections: dict[str, Any]) -> str:
-    families = [f"{family}: {c['correction']} over {c['comparisons']}" for family, c in corrections.items()
+def _method_text(report: Report) -> str:
+    """How the groups were compared: the pairing, then the corrections."""
+    pairing = ("Each run compared with the baseline's run of the same round (paired t)." if report.paired else
+               "The runs compared as independent samples.")
+    families = [f"{family}: {c['correction']} over {c['comparisons']}" for family, c in report.corrections.items()
                 if c.get("comparisons")]
-    return "Corrected for many comparisons (" + "; ".join(families) + ")." if families else ""
+    return pairing + (" Corrected for many comparisons (" + "; ".join(families) + ")." if families else "")
 
 
 def _verdict_lines(rows: list[dict[str, Any]]) -> list[list[str]]:
@@ -269,7 +272,7 @@ def _verdicts_html(report: Report) -> str:
     shown, rest = _split_verdicts(report.verdicts)
     more = (f"<details><summary>{len(rest)} more exploratory comparison(s), none with a verdict</summary>"
             f"{_verdicts_table_html(rest)}</details>" if rest else "")
-    return (f'<p class="meta">{_e(_corrections_text(report.corrections))} {_e(VERDICT_LEGEND)}</p>'
+    return (f'<p class="meta">{_e(_method_text(report))} {_e(VERDICT_LEGEND)}</p>'
             f"{_verdicts_table_html(shown)}{more}")
 
 
@@ -344,7 +347,7 @@ def write_markdown(report: Report, path: Path) -> list[Path]:
     warnings = "".join(f"> warning: {w}\n" for w in report.comparison.warnings)
     if report.verdicts:
         shown, rest = _split_verdicts(report.verdicts)
-        sections = ("## Verdicts\n\n" + f"{_corrections_text(report.corrections)} {VERDICT_LEGEND}\n\n"
+        sections = ("## Verdicts\n\n" + f"{_method_text(report)} {VERDICT_LEGEND}\n\n"
                     + _verdicts_markdown(shown)
                     + (f"\n{len(rest)} more exploratory comparison(s), none with a verdict:\n\n" + _verdicts_markdown(rest)
                        if rest else "")

@@ -357,6 +357,21 @@ def _settle(cell: CellStats, pending: _Pending, p_adjusted: float, direction: Di
                    detectable_percent=detectable)
 
 
+def compare_groups(groups: Sequence[compare.Group], primary: Iterable[tuple[str, str]] = (),
+                   paired: bool = False) -> list[Row]:
+    """Each group of repeated runs (a sweep's cell, or the runs of one spec) against the first, as
+    the sweep compares its cells. Paired: each run against the first group's run of the same
+    round (a sweep's runs carry it), as a sweep with statistics.paired does."""
+    samples = {group.name: [entry.results for entry in group.entries] for group in groups}
+    if not paired:
+        return compare_cells(samples, groups[0].name, primary=primary)
+    unpaired = [entry.label for group in groups for entry in group.entries if entry.repetition is None]
+    if unpaired:
+        raise compare.NotComparable(f"pairing by round needs a sweep's runs; these have no round: {', '.join(unpaired)}")
+    rounds = {group.name: [entry.repetition or 0 for entry in group.entries] for group in groups}
+    return compare_cells(samples, groups[0].name, models.Statistics(paired=True), primary=primary, rounds=rounds)
+
+
 def compare_cells(
     samples: Mapping[str, Sequence[models.Results]],
     baseline: str,

@@ -80,6 +80,7 @@ RESOURCES = "Kubernetes resource requests and limits (cpu, memory)."
 # The labels a sweep puts on its runs (the operator's and esbench run's): which sweep and cell.
 SWEEP_LABEL = "esbench.io/sweep"
 CELL_LABEL = "esbench.io/cell"
+REPETITION_LABEL = "esbench.io/repetition"  # the run's round
 WARMUP_CELL_PREFIX = "w"  # warm-up runs' cells are w0, w1, ...; the measured ones c0, c1, ...
 
 

@@ -202,6 +202,10 @@ _inputs = click.argument("inputs", nargs=-1, required=True, metavar="EXPERIMENT.
 _namespace = click.option("--namespace", "-n", default=None,
                           help="Namespace of Experiments named by name (default: the kube context's).")
 _context = click.option("--context", default=None, help="kube context (default: the current one).")
+_paired = click.option(
+    "--paired", is_flag=True,
+    help="For a sweep's repeated runs: compare each run with the baseline's run of the same round (a paired t "
+         "interval), as a sweep with statistics.paired does.")
 
 
 @click.command("compare")
@@ -216,8 +220,9 @@ _context = click.option("--context", default=None, help="kube context (default: 
                    "baseline, and each other group is compared with it as a sweep compares its cells.")
 @click.option("--primary", "primary", multiple=True, metavar="TASK:METRIC",
               help="With --repeated: a primary question (corrected by Holm; the rest by Benjamini-Hochberg).")
+@_paired
 def compare_command(inputs: tuple[str, ...], namespace: str | None, context: str | None, format_: str,
-                    output: Path | None, repeated: bool, primary: tuple[str, ...]) -> None:
+                    output: Path | None, repeated: bool, primary: tuple[str, ...], paired: bool) -> None:
     """Compare Experiments: the first is the baseline, every other one a contender.
 
     EXPERIMENT is a result file (`esbench run --output`, `kubectl get esx NAME -o json|yaml`, a
@@ -230,8 +235,10 @@ def compare_command(inputs: tuple[str, ...], namespace: str | None, context: str
     entries = _load(inputs, namespace, context)
     if len(entries) < 2:
         raise click.UsageError("compare needs at least two Experiments (a baseline and a contender)")
+    if paired and not repeated:
+        raise click.UsageError("--paired compares repetitions: give --repeated too")
     if repeated:
-        _compare_repeated(entries, primary, format_, output)
+        _compare_repeated(entries, primary, format_, output, paired)
         return
     comparison = compare.compare(entries)
     if format_ == "table":
@@ -260,7 +267,7 @@ def _questions(primary: tuple[str, ...]) -> list[tuple[str, str]]:
 
 
 def _compare_repeated(entries: list[compare.Entry], primary: tuple[str, ...], format_: str,
-                      output: Path | None) -> None:
+                      output: Path | None, paired: bool) -> None:
     if format_ not in ("table", "json"):
         raise click.UsageError("--repeated prints a table or JSON")
     questions = _questions(primary)
@@ -270,8 +277,10 @@ def _compare_repeated(entries: list[compare.Entry], primary: tuple[str, ...], fo
         raise click.UsageError(str(error)) from error
     if len(groups) < 2:
         raise click.UsageError("--repeated needs runs of at least two specs: every run given has the same spec")
-    samples = {group.name: [entry.results for entry in group.entries] for group in groups}
-    rows = stats.compare_cells(samples, groups[0].name, primary=questions)
+    try:
+        rows = stats.compare_groups(groups, questions, paired)
+    except compare.NotComparable as error:
+        raise click.UsageError(str(error)) from error
     if format_ == "json":
         text = json.dumps({"groups": {g.name: [e.label for e in g.entries] for g in groups},
                            "corrections": stats.corrections(rows), "comparison": stats.to_wire(rows)}, indent=2)
@@ -350,8 +359,9 @@ def sweep_command(sweep: str, namespace: str | None, context: str | None, format
 @click.option("--title", default=None, help="Report title.")
 @click.option("--primary", "primary", multiple=True, metavar="TASK:METRIC",
               help="For repeated runs: a primary question (corrected by Holm; the rest by Benjamini-Hochberg).")
+@_paired
 def report_command(inputs: tuple[str, ...], namespace: str | None, context: str | None, html_path: Path | None,
-                   markdown_path: Path | None, title: str | None, primary: tuple[str, ...]) -> None:
+                   markdown_path: Path | None, title: str | None, primary: tuple[str, ...], paired: bool) -> None:
     """A report on one or more Experiments: configurations, results, charts.
 
     EXPERIMENT as for `esbench compare`; the first is the baseline of the results table. When
@@ -364,7 +374,10 @@ def report_command(inputs: tuple[str, ...], namespace: str | None, context: str 
     from esbench.analysis import html_report  # matplotlib: loaded only when a report is drawn
 
     entries = _load(inputs, namespace, context)
-    report = html_report.build(entries, title=title, primary=_questions(primary))
+    try:
+        report = html_report.build(entries, title=title, primary=_questions(primary), paired=paired)
+    except compare.NotComparable as error:
+        raise click.UsageError(str(error)) from error
     if html_path:
         html_path.write_text(html_report.to_html(report))
         click.echo(f"HTML report: {html_path}")

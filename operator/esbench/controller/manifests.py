@@ -19,6 +19,7 @@ from esbench.api.models import (
     API_VERSION,
     CELL_LABEL,
     KIND,
+    REPETITION_LABEL,
     SWEEP_KIND,
     SWEEP_LABEL,
     Elasticsearch,
@@ -31,7 +32,6 @@ from esbench.controller import names, readiness
 
 ECK_API_VERSION = "elasticsearch.k8s.elastic.co/v1"
 EXPERIMENT_LABEL = "esbench.io/experiment"
-REPETITION_LABEL = "esbench.io/repetition"
 ATTEMPT_LABEL = "esbench.io/attempt"
 # Each owner kind labels its children with its own name, so handlers can route their events.
 _OWNER_LABELS = {KIND: EXPERIMENT_LABEL, SWEEP_KIND: SWEEP_LABEL}
