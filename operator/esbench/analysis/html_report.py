@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -19,7 +20,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from esbench.analysis import charts, compare, stats
+from esbench.analysis import charts, compare, contrasts, stats
 from esbench.analysis.compare import Comparison, Entry, Group
 from esbench.api import models
 
@@ -41,6 +42,33 @@ class RenderedChart:
     svg: str
 
 
+@dataclass(frozen=True)
+class ProfiledTask:
+    """One task's profile in one run, its files where the run's result file put them."""
+
+    run: str
+    task: str
+    profile: models.TaskProfile
+    folder: Path | None  # None: the result came from elsewhere than a file
+
+    def link(self, name: str | None, report_folder: Path) -> str | None:
+        if name is None or self.folder is None:
+            return None
+        return os.path.relpath(self.folder / name, report_folder)
+
+
+def profiled_tasks(entries: list[Entry]) -> list[ProfiledTask]:
+    found = []
+    for entry in entries:
+        recording = entry.results.profile
+        if recording is None:
+            continue
+        # A folder named relative to the result file (esbench run --output), or absolute (a kept work dir).
+        folder = Path(entry.source).parent / recording.folder if entry.source and recording.folder else None
+        found += [ProfiledTask(entry.label, t.task, t.profile, folder) for t in entry.results.tasks if t.profile]
+    return found
+
+
 @dataclass
 class Report:
     title: str
@@ -52,6 +80,8 @@ class Report:
     verdicts: list[dict[str, Any]] = field(default_factory=list)  # repeated runs: their groups' comparison
     corrections: dict[str, Any] = field(default_factory=dict)
     paired: bool = False  # repeated runs compared round by round
+    profiles: list[ProfiledTask] = field(default_factory=list)
+    contrasts: list[tuple[str, list[dict[str, Any]]]] = field(default_factory=list)  # title, rows
 
 
 def _json(value: Any) -> str:
@@ -113,13 +143,20 @@ def configuration(entry: Entry) -> dict[str, str]:
     }
 
 
-def _repeated_groups(entries: list[Entry]) -> list[Group]:
-    """The entries' groups of one spec when there are two or more and some group repeats; else []."""
+def _groups(entries: list[Entry]) -> list[Group]:
+    """The entries' groups of one spec (compare.repetition_groups), or none."""
     try:
-        groups = compare.repetition_groups(entries)
+        return compare.repetition_groups(entries)
     except compare.NotComparable:  # a bare race.json: which runs repeat which is not known
         return []
-    return groups if len(groups) > 1 and any(len(g.entries) > 1 for g in groups) else []
+
+
+def _within_race(groups: list[Group]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """Each group's declared contrasts over its runs: tasks of one race, compared race by race."""
+    return [(f"{group.name}: contrast {contrast.name}, each task against {contrast.baseline}",
+             stats.to_wire(contrasts.compare_tasks([e.results for e in group.entries], contrast)))
+            for group in groups
+            for contrast in ((group.entries[0].spec.workload.contrasts if group.entries[0].spec else None) or [])]
 
 
 def _charted_rows(rows: list[dict[str, Any]], limit: int = CHARTED_ROWS) -> list[dict[str, Any]]:
@@ -135,11 +172,14 @@ def build(entries: list[Entry], title: str | None = None, now: datetime | None =
           primary: Iterable[tuple[str, str]] = (), paired: bool = False) -> Report:
     moment = (now or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC")
     title = title or ("esbench report: " + ", ".join(e.label for e in entries))
-    groups = _repeated_groups(entries)
-    if not groups:
+    groups = _groups(entries)
+    within = _within_race(groups)
+    # Repeated runs: two groups or more, one of them repeated. Else single runs, compared as differences.
+    if len(groups) < 2 or all(len(g.entries) == 1 for g in groups):
         return Report(title=title, generated=moment, entries=entries,
                       configurations=[configuration(e) for e in entries],
-                      comparison=compare.compare(entries), charts=_render(charts.all_charts(entries)))
+                      comparison=compare.compare(entries), charts=_render(charts.all_charts(entries)),
+                      profiles=profiled_tasks(entries), contrasts=within)
     rows = stats.compare_groups(groups, primary, paired)
     verdicts = stats.to_wire(rows)
     configurations = []
@@ -152,7 +192,9 @@ def build(entries: list[Entry], title: str | None = None, now: datetime | None =
     drawn = charts.repeated_runs(groups, _charted_rows(verdicts))
     return Report(title=title, generated=moment, entries=entries, configurations=configurations,
                   comparison=compare.compare(entries), charts=_render([drawn] if drawn else []),
-                  verdicts=verdicts, corrections=stats.corrections(rows), paired=paired)
+                  verdicts=verdicts, corrections=stats.corrections(rows), paired=paired,
+                  profiles=profiled_tasks(entries), contrasts=within)
+
 
 
 def _render(drawn: list[charts.Chart]) -> list[RenderedChart]:
@@ -282,7 +324,40 @@ def _chart_html(chart: RenderedChart) -> str:
             f'src="data:image/svg+xml;base64,{data}"><figcaption>{_e(chart.title)}</figcaption></figure>')
 
 
-def to_html(report: Report) -> str:
+CONTRASTS_LEGEND = ("Tasks of one race, each compared with the contrast's baseline task race by race (paired t), "
+                    "over the group's runs; a contrast's rows corrected together (Benjamini-Hochberg). "
+                    "group: the task.")
+
+
+def _contrasts_html(report: Report) -> str:
+    return f'<p class="meta">{_e(CONTRASTS_LEGEND)}</p>' + "".join(
+        f"<h3>{_e(title)}</h3>{_verdicts_table_html(rows)}" for title, rows in report.contrasts)
+
+
+PROFILE_FRAMES = 3  # per task in the report's profiles table
+PROFILES_LEGEND = ("Per task, the frames its CPU samples (or the recording's event) were taken in most (self), "
+                   "from a profile of the nodes during its window, warm-up included; the flame graph has all of them. "
+                   "`esbench profile` compares two.")
+
+
+def _top_text(profile: models.TaskProfile) -> list[str]:
+    return [f"{frame.percent:.1f} % {frame.frame}" for frame in profile.top[:PROFILE_FRAMES]]
+
+
+def _profiles_html(report: Report, folder: Path) -> str:
+    rows = []
+    for item in report.profiles:
+        link = item.link(item.profile.flame_graph, folder)
+        graph = f'<a href="{_e(link)}">flame graph</a>' if link else "–"
+        top = "<br>".join(_e(line) for line in _top_text(item.profile))
+        rows.append(f"<tr><td>{_e(item.run)}</td><td>{_e(item.task)}</td><td class=\"num\">{item.profile.samples}</td>"
+                    f"<td>{top}</td><td>{graph}</td></tr>")
+    return (f'<p class="meta">{_e(PROFILES_LEGEND)}</p><table><thead><tr><th>run</th><th>task</th><th>samples</th>'
+            f"<th>top frames (self)</th><th></th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
+
+
+def to_html(report: Report, folder: Path = Path(".")) -> str:
+    """The page; links (to profiles' flame graphs) are relative to folder, where it will be written."""
     warnings = "".join(f'<p class="warning">{_e(w)}</p>' for w in report.comparison.warnings)
     legend = ("Differences are against the baseline (the first Experiment), run against run: a difference, "
               "not a verdict (that takes repeated runs: an ExperimentSweep); "
@@ -296,6 +371,10 @@ def to_html(report: Report) -> str:
         sections = (f"<h2>Configurations</h2>\n{_configuration_html(report)}\n<h2>Results</h2>\n"
                     f'<p class="meta">{_e(legend)}</p>\n{_results_html(report.comparison)}\n'
                     f"<h2>Charts</h2>\n{chart_html}")
+    if report.contrasts:
+        sections += f"\n<h2>Within-race contrasts</h2>\n{_contrasts_html(report)}"
+    if report.profiles:
+        sections += f"\n<h2>Profiles</h2>\n{_profiles_html(report, folder)}"
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -334,6 +413,16 @@ def _verdicts_markdown(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _profiles_markdown(report: Report, folder: Path) -> str:
+    lines = ["| run | task | samples | top frames (self) | |", "|---|---|---|---|---|"]
+    for item in report.profiles:
+        link = item.link(item.profile.flame_graph, folder)
+        lines.append(f"| {_md(item.run)} | {_md(item.task)} | {item.profile.samples} | "
+                     f"{'<br>'.join(_md(line) for line in _top_text(item.profile))} | "
+                     f"{f'[flame graph]({link})' if link else '–'} |")
+    return "\n".join(lines) + "\n"
+
+
 def write_markdown(report: Report, path: Path) -> list[Path]:
     """The Markdown report at path, its charts as PATH-STEM-NAME.svg beside it; returns the chart files."""
     path = Path(path)
@@ -358,6 +447,11 @@ def write_markdown(report: Report, path: Path) -> list[Path]:
                     + "\n## Results\n\nDifferences are against the baseline (the first Experiment), run against run: whether one is more than noise takes repeated runs (an ExperimentSweep).\n\n"
                     + compare.to_markdown(compare.Comparison(report.comparison.labels, report.comparison.rows, []))
                     + "\n## Charts\n\n" + "\n\n".join(images) + "\n")
+    if report.contrasts:
+        sections += "\n## Within-race contrasts\n\n" + CONTRASTS_LEGEND + "\n" + "".join(
+            f"\n### {title}\n\n{_verdicts_markdown(rows)}" for title, rows in report.contrasts)
+    if report.profiles:
+        sections += "\n## Profiles\n\n" + PROFILES_LEGEND + "\n\n" + _profiles_markdown(report, path.parent)
     text = (
         f"# {report.title}\n\n"
         f"Generated {report.generated} by esbench {esbench_version} from {len(report.entries)} Experiment(s).\n\n"

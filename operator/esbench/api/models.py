@@ -467,6 +467,29 @@ class Lifecycle(Model):
         None, ge=0, description="Delete the whole Experiment this long after it finished. Unset keeps it.")
 
 
+class ProfileEvent(str, Enum):
+    """What async-profiler samples (its event names)."""
+
+    CPU = "cpu"  # on-CPU time: its `ctimer` (a CPU-time timer per thread), which needs no perf_events access
+    WALL = "wall"  # every thread, running or waiting
+    ALLOC = "alloc"  # heap allocations, by bytes allocated
+    LOCK = "lock"  # contended Java locks, by time waited
+
+
+class Profile(Model):
+    """A profile of Elasticsearch's JVM over the race (async-profiler), cut into one flame graph per task
+    by the tasks' windows. Local mode only for now: it attaches to the node that esbench starts."""
+
+    model_config = ConfigDict(json_schema_extra=rules((
+        "!has(self.intervalMillis) || self.event in ['cpu', 'wall']",
+        "profile.intervalMillis applies to the cpu and wall events only")))
+
+    event: ProfileEvent = Field(ProfileEvent.CPU, description="What to sample: cpu, wall, alloc or lock.")
+    interval_millis: int | None = Field(
+        None, ge=1, le=1000, description="Sampling interval of the cpu and wall events (default 10 ms for cpu, "
+                                         "50 ms for wall): shorter is finer and costs more.")
+
+
 class ExperimentSpec(Model):
     model_config = ConfigDict(json_schema_extra=rules((
         "has(self.elasticsearch) != has(self.target)",
@@ -483,6 +506,7 @@ class ExperimentSpec(Model):
     workload: Workload
     rally: Rally = Field(Rally(), description="The Rally pod.")
     lifecycle: Lifecycle = Field(Lifecycle(), description="How long the Experiment waits, and what it leaves behind.")
+    profile: Profile | None = Field(None, description="Profile Elasticsearch during the race (off unless set).")
 
     @model_validator(mode="before")
     @classmethod
@@ -616,6 +640,31 @@ class IdleWindow(Model):
     process_cpu_ms_per_second: float | None = None  # sum over nodes
 
 
+class Frame(Model):
+    frame: str  # a method (class.method) or a native function, as the profiler names it
+    percent: float  # of the task's samples
+
+
+class TaskProfile(Model):
+    """The profile of one task's window: its samples and the frames that were on top of them most.
+    The stacks themselves are files beside the result (Results.profile.folder)."""
+
+    samples: int
+    top: list[Frame] = []  # self: the frames the samples were taken in, most first
+    stacks: str | None = None  # the collapsed stacks (one line per stack, its sample count last), gzipped
+    samples_left_out: int | None = None  # of the stacks the file leaves out (it keeps the most sampled)
+    flame_graph: str | None = None  # async-profiler's HTML flame graph
+
+
+class ProfileRecording(Model):
+    """How the race was profiled, and where its per-task files are."""
+
+    profiler: str  # e.g. async-profiler 4.6
+    event: ProfileEvent
+    interval: str | None = None  # as the profiler was given it (10ms; 512k bytes for alloc)
+    folder: str | None = None  # the per-task files, relative to the result document's folder
+
+
 class TaskResult(Model):
     task: str
     operation: str | None = None
@@ -627,6 +676,7 @@ class TaskResult(Model):
     start: str | None = None  # RFC 3339, from Rally's log: the first worker starting the task
     end: str | None = None  # the last worker finishing it (warm-up included in between)
     resources: TaskResources | None = None
+    profile: TaskProfile | None = None
 
 
 class ClusterResult(Model):
@@ -762,6 +812,7 @@ class Results(Model):
     nodes: list[NodeSample] | None = None
     idle: IdleWindow | None = None
     environment: Environment | None = None
+    profile: ProfileRecording | None = None
 
 
 Int64 = Annotated[int, Field(json_schema_extra={"format": "int64"})]
@@ -822,7 +873,7 @@ SWEEP_PLURAL = "experimentsweeps"
 # that user. The matrix field's rules below and the operator's planner read both. An include
 # cell's fields are the keys of a map of free JSON values, which CEL cannot see (the API server
 # cannot type such a map for CEL): the planner refuses them, before any run, as InvalidSpec.
-SPEC_SECTIONS = ("elasticsearch", "index", "workload", "rally", "lifecycle")
+SPEC_SECTIONS = ("elasticsearch", "index", "workload", "rally", "lifecycle", "profile")
 TEMPLATE_ONLY_FIELDS = ("target", "rally.image", "elasticsearch.image", "workload.source", "workload.repository")
 _SPEC_FIELD = rf"'^({'|'.join(SPEC_SECTIONS)})\\.[A-Za-z0-9_.-]+$'"
 _TEMPLATE_ONLY_MESSAGE = (f"{', '.join(TEMPLATE_ONLY_FIELDS[:-1])} and {TEMPLATE_ONLY_FIELDS[-1]} cannot vary between "

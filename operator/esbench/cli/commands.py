@@ -1,4 +1,4 @@
-"""The user-facing commands: `esbench run`, `esbench compare`, `esbench report`.
+"""The user-facing commands: `esbench run`, `show`, `compare`, `report`, `sweep` and `profile`.
 
 Thin: parse options, call local / validation / sources / compare / html_report, draw with rendering.
 """
@@ -6,10 +6,12 @@ Thin: parse options, call local / validation / sources / compare / html_report, 
 from __future__ import annotations
 
 import contextlib
+import gzip
 import json
 import os
 import signal
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,11 +22,11 @@ import yaml
 from rich.console import Console
 from rich.markup import escape
 
-from esbench.analysis import compare, contrasts, stats
+from esbench.analysis import compare, contrasts, profiles, stats
 from esbench.api import models, validation
 from esbench.cli import credentials, local, localsweep, rendering, sources
 from esbench.controller import grid
-from esbench.localnode import cpus
+from esbench.localnode import cpus, localcluster, profiler
 
 # --- esbench run ---------------------------------------------------------------------------
 
@@ -151,7 +153,7 @@ def run_command(ctx: click.Context, file: str, es_url: str | None, ca_file: str 
     started = time.monotonic()
     try:
         with rendering.RichProgress(console, verbose) as progress, _interruptible():
-            outcome = local.run(stored, spec, options, progress)
+            outcome = local.run(stored, spec, options, progress, profiles_to=output.with_suffix(".profiles") if output else None)
     except KeyboardInterrupt:
         errors.print("[red]interrupted[/]: race abandoned, Elasticsearch stopped")
         ctx.exit(local.EXIT_INTERRUPTED)
@@ -379,8 +381,69 @@ def report_command(inputs: tuple[str, ...], namespace: str | None, context: str 
     except compare.NotComparable as error:
         raise click.UsageError(str(error)) from error
     if html_path:
-        html_path.write_text(html_report.to_html(report))
+        html_path.write_text(html_report.to_html(report, html_path.parent))
         click.echo(f"HTML report: {html_path}")
     if markdown_path:
         written = html_report.write_markdown(report, markdown_path)
         click.echo(f"Markdown report: {markdown_path} (+ {len(written)} chart files)")
+
+
+# --- esbench profile -----------------------------------------------------------------------
+
+
+def _task_stacks(path: Path, task: str) -> tuple[compare.Entry, Path]:
+    """The Experiment in the result file at path, and the file of task's collapsed stacks."""
+    try:
+        (entry,) = sources.from_file(path)
+    except ValueError as error:
+        raise click.UsageError(f"{path}: holds more than one Experiment") from error
+    except sources.SourceError as error:
+        raise click.ClickException(str(error)) from error
+    recording = entry.results.profile
+    found = next((t for t in entry.results.tasks if t.task == task), None)
+    if recording is None or recording.folder is None:
+        raise click.ClickException(f"{path}: the run was not profiled (spec.profile)")
+    if found is None or found.profile is None or found.profile.stacks is None:
+        profiled = ", ".join(t.task for t in entry.results.tasks if t.profile)
+        raise click.ClickException(f"{path}: no profile of task {task} (profiled: {profiled or 'none'})")
+    return entry, path.parent / recording.folder / found.profile.stacks  # an absolute folder stays as it is
+
+
+@click.command("profile")
+@click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                metavar="[BASELINE] RUN")
+@click.option("--task", required=True, help="The task whose profiles are compared.")
+@click.option("--baseline-task", default=None, help="The baseline's task, if another (default: --task).")
+@click.option("--top", default=15, show_default=True, help="How many frames to list.")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write async-profiler's differential flame graph here.")
+def profile_command(runs: tuple[Path, ...], task: str, baseline_task: str | None, top: int,
+                    html_path: Path | None) -> None:
+    """How a task's profile differs between two profiled runs (result files of `esbench run` with
+    spec.profile), or between two tasks of one run (--baseline-task): the frames whose share of
+    the samples moved most. Shares are of each profile's own samples, so windows of different
+    lengths compare."""
+    if len(runs) > 2:
+        raise click.UsageError("give one run (and --baseline-task) or two runs")
+    baseline_task = baseline_task or task
+    if len(runs) == 1 and baseline_task == task:
+        raise click.UsageError("one run: say which of its tasks is the baseline with --baseline-task")
+    _, baseline_file = _task_stacks(runs[0], baseline_task)
+    entry, current_file = _task_stacks(runs[-1], task)
+    baseline, current = (profiles.parse(gzip.decompress(f.read_bytes()).decode()) for f in (baseline_file, current_file))
+    console = _console()
+    console.print(f"{escape(task)} in {escape(str(runs[-1]))}: {current.samples} samples, against "
+                  f"{escape(baseline_task)} in {escape(str(runs[0]))}: {baseline.samples} samples", highlight=False)
+    console.print(rendering.frame_changes_table(profiles.changes(baseline, current, top)))
+    if html_path:
+        java = localcluster.java_home(entry.cluster_version or entry.results.distribution_version or "9.0.0")
+        with tempfile.TemporaryDirectory() as folder:
+            scaled, plain = Path(folder) / "baseline.collapsed", Path(folder) / "current.collapsed"
+            scaled.write_text(profiles.to_text(baseline, current.samples))
+            plain.write_text(profiles.to_text(current))
+            try:
+                profiler.diff_flame_graph(java, scaled, plain, html_path)
+            except RuntimeError as error:
+                raise click.ClickException(str(error)) from error
+        console.print(f"differential flame graph: {escape(str(html_path))} (the baseline scaled to "
+                      f"{current.samples} samples)", highlight=False)

@@ -39,7 +39,7 @@ from esbench.api import models
 from esbench.api.race_report import RaceReport
 from esbench.api.reasons import Reason
 from esbench.controller import status
-from esbench.localnode import cpus, localcluster
+from esbench.localnode import cpus, localcluster, profiler
 from esbench.runner import race
 from esbench.runner.target import Target
 
@@ -330,9 +330,11 @@ def _local_cluster(spec: models.ExperimentSpec, options: Options, progress: Prog
 
 
 def run(stored: dict[str, Any], spec: models.ExperimentSpec, options: Options, progress: Progress,
-        shared: SharedNode | None = None) -> Outcome:
+        shared: SharedNode | None = None, profiles_to: Path | None = None) -> Outcome:
     """Race the admitted Experiment `stored` (its typed spec: `spec`) on this machine: on the
-    node a sweep shares between its runs, on --es-url, or on a node of its own."""
+    node a sweep shares between its runs, on --es-url, or on a node of its own. With spec.profile,
+    the per-task profiles go to the folder profiles_to, beside where the result will be written
+    (else they stay in the work dir, which is then kept)."""
     name = stored["metadata"]["name"]
     race_id = str(uuid.uuid4())
     started = _now()
@@ -347,21 +349,18 @@ def run(stored: dict[str, Any], spec: models.ExperimentSpec, options: Options, p
     cluster_version = None
     try:
         with open(log_path, "a") as log, contextlib.ExitStack() as stack:
-            memory = None  # the local node's memory cgroup, when esbench started the node as root
+            node = None  # the node esbench started here
             if shared is not None:
                 annotations.update(shared.annotations)
-                target = shared.cluster.client
-                timeout = 30.0
-                memory = shared.cluster.memory
+                node = shared.cluster
             elif options.es_url:
                 annotations["esbench.io/elasticsearch"] = f"existing cluster at {describe_url(options.es_url)}"
                 target = Target(options.es_url, options.username, options.password, options.ca_file)
                 timeout = options.target_timeout
             else:
-                cluster = stack.enter_context(_local_cluster(spec, options, progress, annotations))
-                target = cluster.client
-                timeout = 30.0
-                memory = cluster.memory
+                node = stack.enter_context(_local_cluster(spec, options, progress, annotations))
+            if node is not None:
+                target, timeout = node.client, 30.0
             with progress.step(f"Race: track {spec.workload.track} ({spec.workload.source.value}), "
                                f"race id {race_id}") as detail:
                 def on_line(line: str) -> None:
@@ -376,7 +375,8 @@ def run(stored: dict[str, Any], spec: models.ExperimentSpec, options: Options, p
                     spec=spec, target_url=target.url, ca_file=target.ca_file, username=target.username,
                     password=target.password, race_id=race_id, work_dir=work_dir, esrally=options.esrally,
                     target_timeout=timeout, corpus_cache=localcluster.cache_root() / "corpora",
-                    node_probe=memory.counters if memory else None,
+                    node_probe=node.memory.counters if node and node.memory else None,
+                    profiler=profiler.NodeProfiler(node, spec.profile) if node and spec.profile else None,
                 )
                 report = race.run(settings, out=_LineSink(on_line))
             if report.results is not None:
@@ -392,6 +392,9 @@ def run(stored: dict[str, Any], spec: models.ExperimentSpec, options: Options, p
             shutil.rmtree(work_dir, ignore_errors=True)
         return Outcome(document, EXIT_CLUSTER_NOT_READY, work_dir, options.work_dir is not None)
 
+    profiles_kept = report.results is not None and report.results.profile is not None
+    if profiles_kept:
+        _place_profiles(report.results, work_dir, profiles_to)
     if report.succeeded:
         reason, message = RACE_SUCCEEDED
     else:
@@ -401,7 +404,21 @@ def run(stored: dict[str, Any], spec: models.ExperimentSpec, options: Options, p
         stored, succeeded=report.succeeded, reason=reason, message=message, race_id=race_id, start_time=started,
         completion_time=_now(), results=report.results, cluster_version=cluster_version, annotations=annotations)
     exit_code = race.exit_code(report)
-    kept = options.work_dir is not None or exit_code != 0
+    kept = options.work_dir is not None or exit_code != 0 or (profiles_kept and profiles_to is None)
     if not kept:
         shutil.rmtree(work_dir, ignore_errors=True)
     return Outcome(document, exit_code, work_dir, kept, report)
+
+
+def _place_profiles(results: models.Results, work_dir: Path, profiles_to: Path | None) -> None:
+    """The race's profile files moved to profiles_to (named relative to its parent, the result's folder),
+    or left in the work dir (named by their absolute path)."""
+    assert results.profile is not None and results.profile.folder is not None
+    made = work_dir / results.profile.folder
+    if profiles_to is None:
+        results.profile.folder = str(made.resolve())
+        return
+    shutil.rmtree(profiles_to, ignore_errors=True)  # an earlier attempt's
+    profiles_to.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(made, profiles_to)
+    results.profile.folder = profiles_to.name

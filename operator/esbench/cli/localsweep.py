@@ -237,7 +237,8 @@ def run(stored: dict[str, Any], spec: SweepSpec, options: local.Options, progres
                     continue
             per_run = dataclasses.replace(options, work_dir=options.work_dir / child["metadata"]["name"]
                                           ) if options.work_dir else options
-            outcome = local.run(child, child_spec, per_run, progress, shared)
+            outcome = local.run(child, child_spec, per_run, progress, shared,
+                                profiles_to=out.runs / f"{child['metadata']['name']}.profiles")
             durations.append(time.monotonic() - started)
             out.write_run(outcome.document)
             runs.append(outcome.document)

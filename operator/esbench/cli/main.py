@@ -93,6 +93,6 @@ def operator(namespaces: tuple[str, ...], liveness: str, verbose: bool) -> None:
 
 
 for _command in (commands.run_command, commands.show_command, commands.compare_command, commands.report_command,
-                 commands.sweep_command):
+                 commands.sweep_command, commands.profile_command):
     main.add_command(_command)
 

@@ -16,7 +16,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
-from esbench.analysis import compare, stats
+from esbench.analysis import compare, profiles, stats
 from esbench.analysis.compare import Comparison, Section, format_value, unit_label
 from esbench.api import models
 
@@ -93,6 +93,9 @@ class RichProgress:
             self.console.print(escape(line), style="dim", highlight=False, soft_wrap=True)
 
 
+PROFILE_FRAMES = 5  # per task in `esbench show`; results keep ten
+
+
 def results_tables(results: models.Results) -> list[Table]:
     """One Experiment's figures: per task, then the cluster and its nodes."""
     units = {p.unit for t in results.tasks for p in (t.latency, t.service_time) if p and p.unit}
@@ -147,6 +150,21 @@ def results_tables(results: models.Results) -> list[Table]:
         for m in measured:
             cluster.add_row(m.metric.label, format_value(m.value, m.unit))
         tables.append(cluster)
+    profiled = [t for t in results.tasks if t.profile]
+    if results.profile and profiled:
+        recording = results.profile
+        top = Table(title=f"Where each task's samples were taken ({recording.profiler}, {recording.event.value}"
+                          f"{', every ' + recording.interval if recording.interval else ''})",
+                    title_justify="left", caption_justify="left",
+                    caption=f"self: the frame running when sampled; stacks and flame graphs in {recording.folder}")
+        top.add_column("task", no_wrap=True)
+        top.add_column("samples", justify="right", no_wrap=True)
+        top.add_column("top frames (self)", overflow="fold")
+        for t in profiled:
+            assert t.profile is not None
+            frames = "\n".join(f"{frame.percent:5.1f} %  {frame.frame}" for frame in t.profile.top[:PROFILE_FRAMES])
+            top.add_row(t.task, str(t.profile.samples), frames, end_section=True)
+        tables.append(top)
     return tables
 
 
@@ -311,3 +329,14 @@ def statistics_table(title: str, subject: str, rows: list[dict[str, Any]], conte
 
 def _median(found: dict[str, Any] | None) -> str:
     return "–" if found is None else format_value(found["median"], None)
+
+
+def frame_changes_table(rows: list[profiles.FrameChange]) -> Table:
+    table = Table(title="Frames whose share of the samples moved most (self)", title_justify="left",
+                  caption="percentage points of each profile's own samples", caption_justify="left")
+    table.add_column("frame", overflow="fold")
+    for header in ("baseline", "this", "change"):
+        table.add_column(header, justify="right", no_wrap=True)
+    for row in rows:
+        table.add_row(row.frame, f"{row.baseline_percent:.1f} %", f"{row.percent:.1f} %", f"{row.change:+.1f} pp")
+    return table

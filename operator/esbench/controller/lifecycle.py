@@ -92,11 +92,13 @@ class Reconciler:
             phase = (body.get("status") or {}).get("phase")
             try:
                 experiment = manifests.Experiment.from_body(body)
+                message = manifests.not_on_kubernetes(experiment.spec)
             except ValidationError as error:
+                message = "; ".join(e["msg"].removeprefix("Value error, ") for e in error.errors())
+            if message:
                 if phase in TERMINAL_PHASES:  # failed as InvalidSpec: it never made anything
                     self._expire(body)
                     return body
-                message = "; ".join(e["msg"].removeprefix("Value error, ") for e in error.errors())
                 body = self._update(body, Phase.FAILED, Reason.INVALID_SPEC, message, {"completionTime": status.now()},
                                     (BENCHMARK_COMPLETE, False, Reason.INVALID_SPEC, message))
                 self.emit(body, "Warning", Reason.INVALID_SPEC, message)

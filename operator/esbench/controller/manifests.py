@@ -97,6 +97,14 @@ class Experiment(Owner):
         return self.uid
 
 
+def not_on_kubernetes(spec: ExperimentSpec) -> str | None:
+    """What of an admitted spec the operator cannot do yet, or None."""
+    if spec.profile:
+        return ("spec.profile: profiles are made in local mode only for now (esbench run, which attaches the profiler "
+                "to the node it starts); remove spec.profile to run this Experiment on Kubernetes")
+    return None
+
+
 @dataclass(frozen=True)
 class Sweep(Owner):
     spec: SweepSpec

@@ -13,7 +13,6 @@ can run side by side and nothing is written into the download cache.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import pwd
 import secrets
@@ -31,13 +30,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from esbench.localnode import rootendpoint
+from esbench.localnode import maven, rootendpoint
 from esbench.localnode.cpus import on_cpus
 from esbench.localnode.memorycgroup import MemoryCgroup, Unavailable
 from esbench.runner.target import Target
 
-MAVEN_BASE = "https://repo1.maven.org/maven2/org/elasticsearch/distribution/integ-test-zip/elasticsearch"
+MAVEN_BASE = f"{maven.CENTRAL}/org/elasticsearch/distribution/integ-test-zip/elasticsearch"
 SYSTEM_USER = "esbench-es"
+PID_FILE = "elasticsearch.pid"  # written by the node itself (its -p option), in its base folder
 # Versions whose zip Maven Central serves here without its .sha1: the SHA-1 recorded at the first
 # download (2026-11-24), so that a later download is held to the same bytes.
 RECORDED_SHA1 = {"9.2.4": "54ca6e33db3623ecf3bed523f9b5c494993ff692"}
@@ -49,37 +49,11 @@ def cache_root() -> Path:
 
 def distribution_zip(version: str, cache: Path | None = None) -> Path:
     """The integ-test-zip for VERSION, downloaded once into the cache and sha1-verified."""
-    folder = (cache or cache_root()) / "elasticsearch"
-    target = folder / f"elasticsearch-{version}.zip"
+    target = (cache or cache_root()) / "elasticsearch" / f"elasticsearch-{version}.zip"
     if target.exists():
         return target
-    folder.mkdir(parents=True, exist_ok=True)
     url = f"{MAVEN_BASE}/{version}/elasticsearch-{version}.zip"
-    expected = RECORDED_SHA1.get(version) or _published_sha1(url)
-    partial = target.with_suffix(".zip.part")
-    digest = hashlib.sha1()
-    with urllib.request.urlopen(url, timeout=60) as response, open(partial, "wb") as out:
-        while chunk := response.read(1 << 20):
-            digest.update(chunk)
-            out.write(chunk)
-    if digest.hexdigest() != expected:
-        partial.unlink()
-        raise RuntimeError(f"sha1 mismatch for {url}: got {digest.hexdigest()}, expected {expected}")
-    partial.rename(target)  # only a verified file ever carries the final name
-    return target
-
-
-def _published_sha1(url: str) -> str:
-    try:
-        with urllib.request.urlopen(f"{url}.sha1", timeout=60) as response:
-            return response.read().decode().split()[0].strip()
-    except urllib.error.HTTPError as error:
-        if error.code != 404:
-            raise
-        with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=60):
-            pass  # the zip itself is there (a 404 here is the caller's "no such version")
-        raise RuntimeError(f"Maven Central serves {url} without its .sha1, so it cannot be verified "
-                           f"(recorded SHA-1s: {', '.join(RECORDED_SHA1)})") from error
+    return maven.download(url, target, RECORDED_SHA1.get(version) or maven.published_sha1(url, RECORDED_SHA1))
 
 
 JVM_DIR = Path("/usr/lib/jvm")  # where Debian's and Adoptium's packages put their JDKs
@@ -167,6 +141,16 @@ class LocalCluster:
     password: str | None = field(default=None, repr=False)
     ca_file: str | None = None
     memory: MemoryCgroup | None = None  # the node's own memory cgroup (as root): its limit bounds the page cache
+    java_home: Path | None = None  # the JDK the node runs on
+    user: str | None = None  # the system user the node runs as (when started as root)
+
+    @property
+    def pid_file(self) -> Path:
+        return self.base_dir / PID_FILE
+
+    def server_pid(self) -> int:
+        """The Elasticsearch server JVM's pid (not its launcher's), as the node wrote it."""
+        return int(self.pid_file.read_text().strip())
 
     @property
     def client(self) -> Target:
@@ -301,7 +285,8 @@ def start(
     (base / "tmp").mkdir()
     if as_root:
         shutil.chown(base / "tmp", user, user)
-    command = [str(home / "bin" / "elasticsearch")] + [f"-E{k}={v}" for k, v in settings.items()]
+    command = [str(home / "bin" / "elasticsearch"), "-p", str(base / PID_FILE)]
+    command += [f"-E{k}={v}" for k, v in settings.items()]
     if as_root:
         command = ["runuser", "-u", user, "--", "env", *[f"{k}={v}" for k, v in env.items()], *command]
     memory = _memory_cgroup(memory_limit, as_root)
@@ -316,6 +301,7 @@ def start(
     cluster = LocalCluster(
         version=version, url=url, base_dir=base, process=process, log_file=log_file,
         username=username, password=password, ca_file=ca_file, memory=memory,
+        java_home=jdk or home / "jdk", user=user if as_root else None,
     )
     try:
         cluster.wait_for_health("yellow", timeout)

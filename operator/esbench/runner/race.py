@@ -12,13 +12,16 @@ Work dir layout (everything the runner writes):
   client-options.json         0600: holds the password, read by Rally, never on a command line
   report.md                   Rally's summary table (it prints it to terminals only)
   node-stats.json             the _nodes/stats samples, each stamped with the local time it was read
+  profiles/                   with spec.profile: per task, its collapsed stacks and flame graph
 """
 
 from __future__ import annotations
 
 import collections
+import gzip
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -30,8 +33,9 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
+from esbench.analysis import profiles
 from esbench.api import models, validation
 from esbench.api.race_report import Failure, RaceReport, encode_report
 from esbench.api.reasons import Reason
@@ -64,6 +68,25 @@ EXIT_CODES = {
 }
 
 
+PROFILES = "profiles"
+# Distinct stacks kept per task's file, the most sampled: a bound on its size (about 1 KB per stack
+# before gzip, and a minute's task at 10 ms has a few thousand).
+PROFILE_STACKS = 20000
+
+
+class Profiler(Protocol):
+    """Profiles the target's nodes during the race (local mode: esbench.localnode.profiler)."""
+
+    recording: models.ProfileRecording
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def cut(self, start: float, end: float, stacks: Path, flame_graph: Path, title: str) -> None:
+        """The samples between start and end (seconds since the epoch) as collapsed stacks and a flame graph."""
+
+
 @dataclass
 class RaceSettings:
     spec: models.ExperimentSpec
@@ -79,6 +102,7 @@ class RaceSettings:
     corpus_cache: Path | None = None  # generated corpora kept across races (local mode)
     # Counters of the one node that Elasticsearch does not report (local mode: its memory cgroup).
     node_probe: Callable[[], dict[str, Any]] | None = None
+    profiler: Profiler | None = None  # what spec.profile needs: a node esbench can attach a profiler to
 
 
 def exit_code(report: RaceReport) -> int:
@@ -285,6 +309,9 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
     rejection = spec_rejection(spec)
     if rejection:
         return failed(Reason.INVALID_SPEC, rejection)
+    if spec.profile and settings.profiler is None:
+        return failed(Reason.INVALID_SPEC, "spec.profile needs a node that esbench starts on this machine (esbench run "
+                                           "without --es-url): it cannot attach a profiler to this target")
 
     target = Target(settings.target_url, settings.username, settings.password, settings.ca_file)
     try:
@@ -366,13 +393,17 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
             # Sampled from the idle lead until esrally exits, so that waiting does not dilute the figures.
             sampler = nodestats.Sampler(lambda: _node_stats(target, settings.node_probe), settings.sample_interval)
             started = time.monotonic()
+            if settings.profiler:  # first, so that the idle window's rate holds the profiler's own cost
+                settings.profiler.start()
             sampler.start()
-            if not spec.workload.test_mode:
-                time.sleep(IDLE_LEAD_SECONDS)
             try:
+                if not spec.workload.test_mode:
+                    time.sleep(IDLE_LEAD_SECONDS)
                 status, output = run_esrally(command, env, remaining(), out, redact, rally_home)
             finally:
                 samples = sampler.stop()
+                if settings.profiler:
+                    settings.profiler.stop()
             # Another race may start between our check and Rally's own: nothing ran yet, retry.
             if status == 0 or OTHER_RALLY_RUNNING not in output:
                 break
@@ -396,6 +427,11 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
     rally_log = rally_home / ".rally" / "logs" / "rally.log"
     windows = taskwindows.parse(rally_log.read_text(errors="replace")) if rally_log.exists() else {}
     attribute_to_tasks(summary, windows, samples, processors)
+    if settings.profiler:
+        try:
+            profile_tasks(summary, windows, settings.profiler, work_dir / PROFILES)
+        except (RuntimeError, OSError) as e:  # the race's figures stand without their profiles
+            print(f"esbench: the profile could not be cut by task: {e}", file=out, flush=True)
     summary.environment = models.Environment(
         esbench_version=environment.esbench_version(),
         rally_version=summary.rally_version,
@@ -440,6 +476,28 @@ def attribute_to_tasks(
             task.resources = nodestats.task_resources(samples, window, processors)
             if task.resources and task.resources.process_cpu_ms is not None and rate is not None:
                 task.resources.process_cpu_ms_net = max(0.0, task.resources.process_cpu_ms - rate * window.seconds)
+
+
+def profile_tasks(summary: models.Results, windows: dict[str, taskwindows.TaskWindow], profiler: Profiler,
+                  folder: Path) -> None:
+    """Each task's window cut out of the race's recording: its files in folder, its top frames in its result."""
+    folder.mkdir(exist_ok=True)
+    summary.profile = profiler.recording.model_copy(update={"folder": folder.name})
+    for task in summary.tasks:
+        window = windows.get(task.task)
+        if window is None:
+            continue
+        name = re.sub(r"[^A-Za-z0-9._-]", "_", task.task)
+        stacks, flame_graph = folder / f"{name}.collapsed", folder / f"{name}.html"
+        profiler.cut(window.start, window.end, stacks, flame_graph, title=f"{task.task} ({profiler.recording.event.value})")
+        parsed = profiles.parse(stacks.read_text())
+        kept = profiles.most_sampled(parsed, PROFILE_STACKS)
+        stored = stacks.with_name(stacks.name + ".gz")
+        stored.write_bytes(gzip.compress(profiles.to_text(kept).encode()))
+        stacks.unlink()
+        task.profile = models.TaskProfile(samples=parsed.samples, top=profiles.top_frames(parsed), stacks=stored.name,
+                                          samples_left_out=(parsed.samples - kept.samples) or None,
+                                          flame_graph=flame_graph.name)
 
 
 def print_report(report: RaceReport, out: IO[str] = sys.stdout) -> None:
