@@ -2,7 +2,7 @@
 this machine with `esbench run`, and writes their figures beside them: results/<file>/ holds the
 sweep as `esbench run` leaves it (sweep.json with its status: comparison, contrasts, gates; runs/,
 each run's Experiment with its status) and report.md (`esbench report` of the runs: the verdicts
-with their intervals, every run charted, the curves).
+with their intervals, every run charted).
 
     .venv/bin/python scripts/studies.py [STUDY ...]      # e.g. 001-range-queries-cpu
 
