@@ -153,10 +153,9 @@ def _groups(entries: list[Entry]) -> list[Group]:
 
 def _within_race(groups: list[Group]) -> list[tuple[str, list[dict[str, Any]]]]:
     """Each group's declared contrasts over its runs: tasks of one race, compared race by race."""
-    return [(f"{group.name}: contrast {contrast.name}, each task against {contrast.baseline}",
-             stats.to_wire(contrasts.compare_tasks([e.results for e in group.entries], contrast)))
-            for group in groups
-            for contrast in ((group.entries[0].spec.workload.contrasts if group.entries[0].spec else None) or [])]
+    return [(f"{group.name}: contrast {found['name']}, each task against {found['baseline']}", found["rows"])
+            for group in groups if group.entries[0].spec
+            for found in contrasts.to_wire([e.results for e in group.entries], group.entries[0].spec.workload)]
 
 
 def _charted_rows(rows: list[dict[str, Any]], limit: int = CHARTED_ROWS) -> list[dict[str, Any]]:

@@ -69,8 +69,7 @@ EXIT_CODES = {
 
 
 PROFILES = "profiles"
-# Distinct stacks kept per task's file, the most sampled: a bound on its size (about 1 KB per stack
-# before gzip, and a minute's task at 10 ms has a few thousand).
+# Distinct stacks kept per task's file, the most sampled: a bound on its size, whatever the task's length.
 PROFILE_STACKS = 20000
 
 
