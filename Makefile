@@ -12,6 +12,7 @@ deps:
 	bash scripts/node/packages.sh
 	bash scripts/python-env.sh $(VENV)
 	bash scripts/rally-env.sh
+	bash scripts/otava-env.sh
 	bash scripts/k8s-binaries.sh
 	bash scripts/etcd.sh >/dev/null
 	bash scripts/coredns.sh >/dev/null

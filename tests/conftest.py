@@ -1,3 +1,4 @@
+import os
 import sys
 from pathlib import Path
 
@@ -15,3 +16,11 @@ pytest_plugins = ["tests.support.fixtures"]
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return ROOT
+
+
+@pytest.fixture(scope="session", autouse=True)
+def history_of_the_session(tmp_path_factory) -> Path:
+    """Runs that tests make are recorded in a history of the session's, never in the user's."""
+    path = tmp_path_factory.mktemp("history") / "history.sqlite"
+    os.environ["ESBENCH_HISTORY"] = str(path)
+    return path

@@ -23,6 +23,7 @@ from esbench.analysis import compare
 from esbench.api import models, validation
 from esbench.cli import local
 from esbench.controller import status
+from esbench.history.localstore import LocalStore
 from esbench.localnode import cpus, localcluster
 from esbench.runner import nodestats
 from tests.support.elasticsearch import LATEST
@@ -110,6 +111,7 @@ def test_a_failed_race_exits_with_its_own_status_and_writes_the_failed_document(
     state = json.loads((tmp_path / "out.json").read_text())["status"]
     assert (state["phase"], state["reason"]) == ("Failed", reason) and named in state["message"]
     assert f"Failed ({reason})" in run.stdout
+    assert LocalStore(tmp_path / "history.sqlite").configurations() == [], "a failed race has no figures to keep"
 
 
 def _assert_operator_document(document: dict, stored: dict, version: str) -> models.Results:
@@ -158,6 +160,13 @@ def test_quickstart_races_an_existing_cluster_and_writes_what_the_operator_write
     entry = compare.entry_from_document(document)
     rows = compare.compare([entry, entry]).rows
     assert any(r.metric.key == "process_cpu.mean" for r in rows)
+
+    # Recorded in the history (the test's own, tests/support/fixtures.py), every figure a point.
+    history = LocalStore(tmp_path / "history.sqlite")
+    ((configuration),) = history.configurations()
+    assert configuration.races == 1 and "recorded in the history: configuration" in run.stdout
+    ((point),) = history.series(configuration.id, "match-all", "service_time.p50")
+    assert (point.race_id, point.value) == (results.race_id, tasks["match-all"].service_time.p50)
 
 
 def test_without_es_url_elasticsearch_is_downloaded_started_over_https_and_stopped(esbench, esrally, tmp_path):

@@ -13,6 +13,7 @@ import sys
 import yaml
 
 from esbench.api import models
+from esbench.history.localstore import LocalStore
 from esbench.runner import race
 from tests.support.elasticsearch import LATEST
 from tests.support.waiting import wait_for
@@ -38,7 +39,8 @@ def test_a_sweep_interrupted_mid_run_resumes_where_it_stopped(esbench, esrally, 
     folder = tmp_path / "local-codec"
     # --work-dir: each run's own folder in it, Rally's home and log within, are the evidence waited for.
     command = [sys.executable, "-m", "esbench.cli", "run", "sweep.yaml", "--es-url", url, "--work-dir", "work"]
-    environment = {**os.environ, "COLUMNS": "200", "ESBENCH_ESRALLY": esrally}
+    history = LocalStore(tmp_path / "history.sqlite")  # the esbench fixture's, for the second command too
+    environment = {**os.environ, "COLUMNS": "200", "ESBENCH_ESRALLY": esrally, "ESBENCH_HISTORY": str(history.path)}
     with open(tmp_path / "first.out", "w") as stdout, open(tmp_path / "first.err", "w") as stderr:
         first = subprocess.Popen(command, cwd=tmp_path, env=environment, stdout=stdout, stderr=stderr)
     try:
@@ -72,6 +74,10 @@ def test_a_sweep_interrupted_mid_run_resumes_where_it_stopped(esbench, esrally, 
     run = json.loads((folder / "runs" / "local-codec-c1-r1.json").read_text())
     assert run["spec"]["index"]["codec"] == "best_compression" and run["status"]["phase"] == "Succeeded"
     assert run["metadata"]["labels"]["esbench.io/cell"] == "c1"
+    # Each run recorded in the history as it ended, before and after the interruption: two
+    # configurations (the codecs), one race each.
+    assert sorted(c.races for c in history.configurations()) == [1, 1]
+    assert {c.last_experiment for c in history.configurations()} == {"local-codec-c0-r1", "local-codec-c1-r1"}
 
     # The folder reads as a sweep does from the cluster, and its runs as Experiments.
     shown = esbench("sweep", "local-codec")

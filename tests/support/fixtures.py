@@ -114,10 +114,12 @@ class Run:
 
 @pytest.fixture
 def esbench(tmp_path):
-    """Runs `esbench ARGS...` in a separate process (cwd tmp_path), without a terminal."""
+    """Runs `esbench ARGS...` in a separate process (cwd tmp_path), without a terminal, with a
+    history of its own (tmp_path/history.sqlite)."""
 
     def run(*args: str, env: dict[str, str] | None = None, timeout: float = 600) -> Run:
-        environment = {**os.environ, **(env or {}), "COLUMNS": "200"}
+        environment = {**os.environ, "ESBENCH_HISTORY": str(tmp_path / "history.sqlite"), **(env or {}),
+                       "COLUMNS": "200"}
         done = subprocess.run([sys.executable, "-m", "esbench.cli", *args], cwd=tmp_path, env=environment,
                               capture_output=True, text=True, timeout=timeout)
         return Run(done.returncode, done.stdout, done.stderr)

@@ -18,7 +18,8 @@ matplotlib.use("Agg")  # off-screen; must precede pyplot
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
-from esbench.analysis.compare import Entry, Group, format_value, indexed_per_second, measurements
+from esbench.analysis import changepoints
+from esbench.analysis.compare import Entry, Group, Metric, format_value, indexed_per_second, measurements
 from esbench.api import models
 
 _PERCENTILES = ("p50", "p90", "p99", "p100")
@@ -321,3 +322,33 @@ def repeated_runs(groups: list[Group], rows: list[dict]) -> Chart | None:
 def all_charts(entries: list[Entry]) -> list[Chart]:
     drawn = (curves(entries), throughput(entries), latency(entries), store_size(entries), cpu(entries))
     return [c for c in drawn if c is not None]
+
+
+KIND_COLOURS = {"regression": "#d62728", "improvement": "#2ca02c", "change": "#7f7f7f"}
+
+
+def series(title: str, values: list[float], labels: list[str], found: list[changepoints.ChangePoint],
+           metric: Metric | None, unit: str | None) -> Chart:
+    """One series in time order: each run a dot, each stretch between change points its mean (a
+    grey bar), each change point a dashed line before its first run, red for a regression and
+    green for an improvement."""
+    figure, ax = plt.subplots(figsize=(9, 3.4))
+    positions = list(range(len(values)))
+    ax.plot(positions, values, marker="o", markersize=4, linewidth=1, color=_colours(1)[0], zorder=3)
+    bounds = [0, *[c.index for c in found], len(values)]
+    for start, end in zip(bounds, bounds[1:], strict=False):
+        ax.hlines(sum(values[start:end]) / (end - start), start - 0.3, end - 0.7, colors="#8c959f", linewidth=3,
+                  zorder=2)
+    for point in found:
+        kind = point.kind(metric)
+        ax.axvline(point.index - 0.5, color=KIND_COLOURS[kind], linestyle="--", linewidth=1.5)
+        change = f" {point.change_percent:+.0f} %" if point.change_percent is not None else ""
+        ax.annotate(f"{kind}{change}", (point.index - 0.5, 1), xycoords=("data", "axes fraction"),
+                    color=KIND_COLOURS[kind], fontsize=8, ha="left", va="top", xytext=(3, 0),
+                    textcoords="offset points")
+    step = max(1, len(labels) // 12)  # at most about 12 labels
+    ax.set_xticks(positions[::step], labels[::step], rotation=30, ha="right")
+    ax.set_ylabel(unit or "")
+    ax.set_ylim(bottom=0)
+    ax.set_title(title)
+    return Chart("series", title, figure)

@@ -122,6 +122,11 @@ NODE_METRICS: list[tuple[Metric, Callable[[models.NodeSample], float | None]]] =
 ]
 
 
+def metric_named(key: str) -> Metric | None:
+    """The task, cluster or node metric with this key."""
+    return next((metric for metric, _ in (*TASK_METRICS, *CLUSTER_METRICS, *NODE_METRICS) if metric.key == key), None)
+
+
 @dataclass(frozen=True)
 class Measurement:
     section: Section

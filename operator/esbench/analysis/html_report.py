@@ -206,7 +206,7 @@ def _render(drawn: list[charts.Chart]) -> list[RenderedChart]:
 
 # --- HTML ----------------------------------------------------------------------------------
 
-_CSS = """
+CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto; max-width: 1200px;
        padding: 0 1rem; color: #1f2328; }
 h1 { font-size: 1.5rem; } h2 { font-size: 1.2rem; margin-top: 2rem; border-bottom: 1px solid #d0d7de; }
@@ -317,7 +317,7 @@ def _verdicts_html(report: Report) -> str:
             f"{_verdicts_table_html(shown)}{more}")
 
 
-def _chart_html(chart: RenderedChart) -> str:
+def chart_html(chart: RenderedChart) -> str:
     data = base64.b64encode(chart.svg.encode()).decode()
     return (f'<figure id="chart-{_e(chart.name)}"><img alt="{_e(chart.title)}" '
             f'src="data:image/svg+xml;base64,{data}"><figcaption>{_e(chart.title)}</figcaption></figure>')
@@ -362,14 +362,14 @@ def to_html(report: Report, folder: Path = Path(".")) -> str:
               "not a verdict (that takes repeated runs: an ExperimentSweep); "
               "throughput: higher is better; latency, service time, times, sizes, segment counts, "
               "error rate and CPU: lower is better.")
-    chart_html = "".join(_chart_html(c) for c in report.charts) or "<p>No figures to chart.</p>"
+    drawn = "".join(chart_html(c) for c in report.charts) or "<p>No figures to chart.</p>"
     if report.verdicts:
-        sections = (f"<h2>Verdicts</h2>\n{_verdicts_html(report)}\n<h2>Every run</h2>\n{chart_html}\n"
+        sections = (f"<h2>Verdicts</h2>\n{_verdicts_html(report)}\n<h2>Every run</h2>\n{drawn}\n"
                     f"<h2>Groups</h2>\n{_configuration_html(report)}")
     else:
         sections = (f"<h2>Configurations</h2>\n{_configuration_html(report)}\n<h2>Results</h2>\n"
                     f'<p class="meta">{_e(legend)}</p>\n{_results_html(report.comparison)}\n'
-                    f"<h2>Charts</h2>\n{chart_html}")
+                    f"<h2>Charts</h2>\n{drawn}")
     if report.contrasts:
         sections += f"\n<h2>Within-race contrasts</h2>\n{_contrasts_html(report)}"
     if report.profiles:
@@ -379,7 +379,7 @@ def to_html(report: Report, folder: Path = Path(".")) -> str:
 <head>
 <meta charset="utf-8">
 <title>{_e(report.title)}</title>
-<style>{_CSS}</style>
+<style>{CSS}</style>
 </head>
 <body>
 <h1>{_e(report.title)}</h1>

@@ -26,17 +26,10 @@ from esbench.analysis import compare, contrasts, profiles, stats
 from esbench.api import models, validation
 from esbench.cli import credentials, local, localsweep, rendering, sources
 from esbench.controller import grid
+from esbench.history.localstore import LocalStore, default_path
 from esbench.localnode import cpus, localcluster, profiler
 
 # --- esbench run ---------------------------------------------------------------------------
-
-
-def _console() -> Console:
-    """Standard output; when it is not a terminal (a log, CI), wide enough for the tables."""
-    console = Console(highlight=False)
-    if not console.is_terminal and "COLUMNS" not in os.environ:
-        console = Console(highlight=False, width=160)
-    return console
 
 
 @contextlib.contextmanager
@@ -90,11 +83,14 @@ def _is_sweep(document: Any) -> bool:
 @click.option("--share-cpus", is_flag=True,
               help="Let the local node and Rally share every CPU. By default, with two CPUs or more, Rally and "
                    "esbench get the first quarter of them (at least one) and the node the rest.")
+@click.option("--no-history", is_flag=True,
+              help="Do not record the results in the history (esbench history; default: $ESBENCH_HISTORY, else "
+                   "$XDG_DATA_HOME/esbench/history.sqlite).")
 @click.option("--verbose", "-v", is_flag=True, help="Show the runner's and Rally's output as it comes.")
 @click.pass_context
 def run_command(ctx: click.Context, file: str, es_url: str | None, ca_file: str | None, es_home: Path | None,
                 output: Path | None, work_dir: Path | None, esrally: str | None, target_timeout: float,
-                share_cpus: bool, verbose: bool) -> None:
+                share_cpus: bool, no_history: bool, verbose: bool) -> None:
     """Run the Experiment or ExperimentSweep in FILE.yaml on this machine, with the runner the Rally Job uses.
 
     Elasticsearch: --es-url (an existing cluster), --es-home (an unpacked distribution), or by
@@ -112,7 +108,7 @@ def run_command(ctx: click.Context, file: str, es_url: str | None, ca_file: str 
     goes on where it stopped. Exit status: 0 every run succeeded and every gate holds, 20 a gate
     failed, 21 runs failed after their retries, 10 InvalidSpec, 2 usage, 130 interrupted.
     """
-    console = _console()
+    console = rendering.console()
     errors = Console(stderr=True, highlight=False)
     if es_url and es_home:
         raise click.UsageError("use either --es-url or --es-home")
@@ -142,7 +138,7 @@ def run_command(ctx: click.Context, file: str, es_url: str | None, ca_file: str 
     options = local.Options(
         es_url=es_url, ca_file=ca_file, es_home=es_home, username=username, password=password,
         esrally=esrally or local.find_esrally(), work_dir=work_dir, target_timeout=target_timeout,
-        cpu_split=cpu_split,
+        cpu_split=cpu_split, history=None if no_history else LocalStore(default_path()),
     )
     name = stored["metadata"]["name"]
     if isinstance(spec, models.SweepSpec):
@@ -161,6 +157,9 @@ def run_command(ctx: click.Context, file: str, es_url: str | None, ca_file: str 
     if output:
         output.write_text(json.dumps(outcome.document, indent=2) + "\n")
         console.print(f"results: {escape(str(output))}", highlight=False)
+    if options.history and (recorded := options.history.remember(
+            outcome.document, outcome.report.race_json if outcome.report else None)):
+        console.print(escape(recorded), highlight=False)
     if outcome.work_dir_kept:
         console.print(f"work dir (Rally's logs and race.json): {escape(str(outcome.work_dir))}", highlight=False)
     console.print(f"done in {rendering.elapsed(time.monotonic() - started)}", highlight=False)
@@ -169,7 +168,7 @@ def run_command(ctx: click.Context, file: str, es_url: str | None, ca_file: str 
 
 def _run_sweep(ctx: click.Context, stored: dict[str, Any], spec: models.SweepSpec, options: local.Options,
                folder: Path, verbose: bool) -> None:
-    console, errors = _console(), Console(stderr=True, highlight=False)
+    console, errors = rendering.console(), Console(stderr=True, highlight=False)
     name = stored["metadata"]["name"]
     console.print(f"[bold]esbench run[/] sweep {escape(name)} into {escape(str(folder))}", highlight=False)
     started = time.monotonic()
@@ -245,7 +244,7 @@ def compare_command(inputs: tuple[str, ...], namespace: str | None, context: str
     comparison = compare.compare(entries)
     if format_ == "table":
         with open(output, "w") if output else contextlib.nullcontext(None) as file:
-            console = Console(file=file, width=200) if file else _console()
+            console = Console(file=file, width=200) if file else rendering.console()
             console.print(rendering.comparison_table(comparison))
             for warning in comparison.warnings:
                 console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
@@ -289,7 +288,7 @@ def _compare_repeated(entries: list[compare.Entry], primary: tuple[str, ...], fo
         output.write_text(text + "\n") if output else sys.stdout.write(text + "\n")
         return
     with open(output, "w") if output else contextlib.nullcontext(None) as file:
-        console = Console(file=file, width=200) if file else _console()
+        console = Console(file=file, width=200) if file else rendering.console()
         for group in groups:
             console.print(f"{group.name}: {', '.join(escape(e.label) for e in group.entries)}", highlight=False,
                           soft_wrap=True)
@@ -305,7 +304,7 @@ def _compare_repeated(entries: list[compare.Entry], primary: tuple[str, ...], fo
 @_context
 def show_command(inputs: tuple[str, ...], namespace: str | None, context: str | None) -> None:
     """Print the results of each EXPERIMENT (a result file or an Experiment's name) as tables."""
-    console = _console()
+    console = rendering.console()
     for entry in _load(inputs, namespace, context):
         version = f", Elasticsearch {entry.cluster_version}" if entry.cluster_version else ""
         console.print(f"[bold]{escape(entry.label)}[/] ({entry.phase or 'unknown phase'}{version})", highlight=False)
@@ -344,7 +343,7 @@ def sweep_command(sweep: str, namespace: str | None, context: str | None, format
     if format_ == "json":
         sys.stdout.write(json.dumps(state.get("comparison", []), indent=2) + "\n")
         return
-    rendering.print_sweep(_console(), document)
+    rendering.print_sweep(rendering.console(), document)
 
 
 # --- esbench report ------------------------------------------------------------------------
@@ -431,7 +430,7 @@ def profile_command(runs: tuple[Path, ...], task: str, baseline_task: str | None
     _, baseline_file = _task_stacks(runs[0], baseline_task)
     entry, current_file = _task_stacks(runs[-1], task)
     baseline, current = (profiles.parse(gzip.decompress(f.read_bytes()).decode()) for f in (baseline_file, current_file))
-    console = _console()
+    console = rendering.console()
     console.print(f"{escape(task)} in {escape(str(runs[-1]))}: {current.samples} samples, against "
                   f"{escape(baseline_task)} in {escape(str(runs[0]))}: {baseline.samples} samples", highlight=False)
     console.print(rendering.frame_changes_table(profiles.changes(baseline, current, top)))

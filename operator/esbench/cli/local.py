@@ -39,6 +39,7 @@ from esbench.api import models
 from esbench.api.race_report import RaceReport
 from esbench.api.reasons import Reason
 from esbench.controller import status
+from esbench.history.localstore import LocalStore
 from esbench.localnode import cpus, localcluster, profiler
 from esbench.runner import race
 from esbench.runner.target import Target
@@ -84,6 +85,7 @@ class Options:
     work_dir: Path | None = None  # default: a temporary folder, removed after a success
     target_timeout: float = 60.0
     cpu_split: cpus.CpuSplit | None = None  # local nodes on its elasticsearch CPUs (this process is on the others)
+    history: LocalStore | None = None  # where each measured run is recorded as it ends
 
 
 @dataclass

@@ -211,6 +211,8 @@ def run(stored: dict[str, Any], spec: SweepSpec, options: local.Options, progres
             previous = document
             following = pending(rounds.plan, spec, runs)
             if following is None:
+                if options.history and (recorded := options.history.remember(document)):
+                    progress.note(recorded)
                 return SweepOutcome(document, exit_code(report), made)
             run_, attempt = following.run, following.attempt
             manifest = manifests.sweep_run_manifest(sweep, run_.cell.id, run_.cell.label, run_.cell.spec,
@@ -241,5 +243,8 @@ def run(stored: dict[str, Any], spec: SweepSpec, options: local.Options, progres
                                 profiles_to=out.runs / f"{child['metadata']['name']}.profiles")
             durations.append(time.monotonic() - started)
             out.write_run(outcome.document)
+            if options.history and (recorded := options.history.remember(
+                    outcome.document, outcome.report.race_json if outcome.report else None)):
+                progress.note(recorded)
             runs.append(outcome.document)
             made += 1

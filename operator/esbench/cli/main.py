@@ -14,7 +14,7 @@ import yaml
 
 from esbench.api import models
 from esbench.api.reasons import Reason
-from esbench.cli import commands, credentials
+from esbench.cli import commands, credentials, history
 from esbench.runner import race
 
 
@@ -93,6 +93,6 @@ def operator(namespaces: tuple[str, ...], liveness: str, verbose: bool) -> None:
 
 
 for _command in (commands.run_command, commands.show_command, commands.compare_command, commands.report_command,
-                 commands.sweep_command, commands.profile_command):
+                 commands.sweep_command, commands.profile_command, history.history_command):
     main.add_command(_command)
 

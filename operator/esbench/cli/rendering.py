@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -19,6 +20,14 @@ from rich.text import Text
 from esbench.analysis import compare, profiles, stats
 from esbench.analysis.compare import Comparison, Section, format_value, unit_label
 from esbench.api import models
+
+
+def console() -> Console:
+    """Standard output; when it is not a terminal (a log, CI), wide enough for the tables."""
+    found = Console(highlight=False)
+    if not found.is_terminal and "COLUMNS" not in os.environ:
+        found = Console(highlight=False, width=160)
+    return found
 
 
 def elapsed(seconds: float) -> str:

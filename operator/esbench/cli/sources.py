@@ -15,6 +15,7 @@ import yaml
 
 from esbench.analysis.compare import Entry, NotComparable, entry_from_document, unique_labels
 from esbench.api import models
+from esbench.cli.localsweep import RUNS, SWEEP_FILE
 from esbench.runner import results
 
 
@@ -22,18 +23,19 @@ class SourceError(Exception):
     """An argument that names neither a readable result file nor an Experiment with results."""
 
 
-def _documents(path: Path) -> list[dict[str, Any]]:
+def documents(path: Path) -> list[dict[str, Any]]:
+    """The documents of a JSON or YAML file, a List's items in its place."""
     try:
         loaded = list(yaml.safe_load_all(path.read_text()))  # YAML is a superset of JSON
     except (OSError, yaml.YAMLError) as error:
         raise SourceError(f"{path}: cannot read: {error}") from error
-    documents = []
+    found = []
     for document in loaded:
         if isinstance(document, dict) and isinstance(document.get("items"), list):  # a List
-            documents += [d for d in document["items"] if isinstance(d, dict)]
+            found += [d for d in document["items"] if isinstance(d, dict)]
         elif isinstance(document, dict):
-            documents.append(document)
-    return documents
+            found.append(document)
+    return found
 
 
 def _from_race_json(race: dict[str, Any], path: Path) -> Entry:
@@ -45,7 +47,7 @@ def _from_race_json(race: dict[str, Any], path: Path) -> Entry:
 
 
 def from_file(path: Path) -> list[Entry]:
-    entries = _entries(_documents(path), path)
+    entries = _entries(documents(path), path)
     if not entries:
         raise SourceError(f"{path}: holds no Experiment")
     return entries
@@ -102,14 +104,19 @@ def sweep(argument: str, namespace: str | None = None, context: str | None = Non
     """An ExperimentSweep: from a file (`kubectl get esxs NAME -o yaml`), the folder `esbench run
     SWEEP.yaml` writes, or by name."""
     path = Path(argument)
-    if path.is_dir() and (path / "sweep.json").is_file():
-        path = path / "sweep.json"
+    if path.is_dir() and (path / SWEEP_FILE).is_file():
+        path = path / SWEEP_FILE
     if path.is_file():
-        found = [d for d in _documents(path) if d.get("kind") == models.SWEEP_KIND]
+        found = [d for d in documents(path) if d.get("kind") == models.SWEEP_KIND]
         if not found:
             raise SourceError(f"{path}: holds no {models.SWEEP_KIND}")
         return found[0]
     return _from_api(models.SWEEP_PLURAL, models.SWEEP_KIND, argument, namespace, context)[0]
+
+
+def sweep_runs(path: Path) -> list[Path] | None:
+    """The run files of a local sweep's folder (`esbench run SWEEP.yaml -o FOLDER`); None if path is not one."""
+    return sorted((path / RUNS).glob("*.json")) if path.is_dir() and (path / RUNS).is_dir() else None
 
 
 def load(arguments: list[str], namespace: str | None = None, context: str | None = None) -> list[Entry]:
@@ -117,9 +124,10 @@ def load(arguments: list[str], namespace: str | None = None, context: str | None
     entries: list[Entry] = []
     for argument in arguments:
         path = Path(argument)
-        if path.is_dir() and (path / "runs").is_dir():  # a local sweep's folder: its runs with results
-            for run in sorted((path / "runs").glob("*.json")):
-                entries += _entries([d for d in _documents(run) if (d.get("status") or {}).get("results")], run)
+        runs = sweep_runs(path)
+        if runs is not None:  # a local sweep's folder: its runs with results
+            for run in runs:
+                entries += _entries([d for d in documents(run) if (d.get("status") or {}).get("results")], run)
         elif path.is_file():
             entries += from_file(path)
         elif path.suffix.lower() in (".json", ".yaml", ".yml") or "/" in argument:

@@ -1,0 +1,1 @@
+"""Results that outlive their cluster: every finished race recorded, and its figures as series."""
