@@ -1,6 +1,9 @@
 """The local node's memory cgroup (cli.memorycgroup), on a cgroup tree laid out in a folder as
 the kernel lays out v1 and v2 (the real one is used by tests/runner/test_io_regime.py)."""
 
+import os
+import time
+
 import pytest
 
 from esbench.localnode import memorycgroup
@@ -29,6 +32,21 @@ def test_v1_limits_are_bytes_or_minus_one_and_what_reclaim_cannot_take_is_usage_
     (group.path / "memory.stat").write_text("pgmajfault 3\ntotal_pgmajfault 42\ntotal_active_file 100\n"
                                             "total_inactive_file 50\nactive_file 1\ninactive_file 2\n")
     assert group.counters() == {"major_page_faults": 42, "page_cache_bytes": 150}
+
+
+def test_empty_cgroups_left_by_killed_runs_are_removed_and_those_in_use_or_just_made_are_kept(tmp_path, as_root):
+    (tmp_path / "memory").mkdir()
+    (tmp_path / "memory" / "memory.limit_in_bytes").write_text("9223372036854771712")
+    left, in_use, just_made = (tmp_path / "memory" / f"esbench-es-{n}" for n in ("left", "inuse", "new"))
+    for group in (left, in_use, just_made):
+        group.mkdir()
+    (in_use / "cgroup.procs").write_text("4242\n")
+    an_hour_ago = time.time() - 3600
+    for group in (left, in_use):
+        os.utime(group, (an_hour_ago, an_hour_ago))
+    made = memorycgroup.MemoryCgroup.create(root=tmp_path)
+    assert sorted(p.name for p in (tmp_path / "memory").iterdir() if p.is_dir()) == sorted(
+        ["esbench-es-inuse", "esbench-es-new", made.path.name])
 
 
 def test_v2_limits_are_bytes_or_max(tmp_path, as_root):

@@ -1,5 +1,7 @@
 """The runner's own small rules (its races run in tests/runner)."""
 
+import io
+
 import pytest
 
 from esbench.api import models
@@ -77,3 +79,13 @@ def test_an_esrally_that_is_no_python_script_is_started_as_it_is(tmp_path):
     wrapper.chmod(0o755)
     assert race.esrally_argv(str(wrapper)) == [str(wrapper)]
     assert race.esrally_argv("no-such-esrally") == ["no-such-esrally"]
+
+
+def test_a_profiler_that_cannot_stop_leaves_the_race_standing():
+    class Gone:
+        def stop(self) -> None:
+            raise RuntimeError("async-profiler stop failed: no such process")
+
+    out = io.StringIO()
+    race.stop_profiler(Gone(), out)
+    assert "the profiler could not be stopped: async-profiler stop failed: no such process" in out.getvalue()

@@ -39,8 +39,13 @@ def test_one_configurations_runs_report_their_within_race_contrasts_with_an_inte
     assert cell["verdict"] == "Better"
     written = tmp_path / "report.md"
     html_report.write_markdown(report, written)
-    assert "## Within-race contrasts" in written.read_text()
-    assert "<h2>Within-race contrasts</h2>" in html_report.to_html(report)
+    markdown = written.read_text()
+    assert "## Within-race contrasts" in markdown
+    # The contrast in its own column, each of its tasks in the contender's.
+    assert "| contrast | metric | task | baseline |" in markdown
+    assert "| returned-fields | service_time.p50 | none | 100.00 | 50.00 | ms |" in markdown
+    page = html_report.to_html(report)
+    assert "<h2>Within-race contrasts</h2>" in page and "<th>contrast</th><th>metric</th><th>task</th>" in page
 
 
 def test_profiles_are_linked_from_where_the_report_is_written(tmp_path):

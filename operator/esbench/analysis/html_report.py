@@ -260,6 +260,7 @@ def _results_html(comparison: Comparison) -> str:
 
 VERDICT_COLUMNS = ["task", "metric", "group", "baseline", "contender", "unit", "change [interval]", "p raw/adj.",
                    "verdict"]
+CONTRAST_COLUMNS = ["contrast", "metric", "task", *VERDICT_COLUMNS[3:]]  # a contrast's rows: its tasks are the groups
 VERDICT_LEGEND = ("Each group is a sweep's cell or the runs of one spec; the first is the baseline. baseline, "
                   "contender: medians of the runs. change: the ratio on the runs' logarithms (of geometric means), "
                   "where a run has 0 the difference of means in % of the baseline's; [interval] at the level "
@@ -299,12 +300,12 @@ def _split_verdicts(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], l
     return [r for r in rows if shown(r)], [r for r in rows if not shown(r)]
 
 
-def _verdicts_table_html(rows: list[dict[str, Any]]) -> str:
-    head = "".join(f"<th>{_e(c)}</th>" for c in VERDICT_COLUMNS)
+def _verdicts_table_html(rows: list[dict[str, Any]], columns: list[str] = VERDICT_COLUMNS) -> str:
+    head = "".join(f"<th>{_e(c)}</th>" for c in columns)
     numeric = {"baseline", "contender", "change [interval]", "p raw/adj."}
     body = "".join(
         "<tr>" + "".join(f'<td class="num">{_e(v)}</td>' if c in numeric else f"<td>{_e(v)}</td>"
-                         for c, v in zip(VERDICT_COLUMNS, line, strict=True)) + "</tr>"
+                         for c, v in zip(columns, line, strict=True)) + "</tr>"
         for line in _verdict_lines(rows))
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
@@ -324,13 +325,12 @@ def chart_html(chart: RenderedChart) -> str:
 
 
 CONTRASTS_LEGEND = ("Tasks of one race, each compared with the contrast's baseline task race by race (paired t), "
-                    "over the group's runs; a contrast's rows corrected together (Benjamini-Hochberg). "
-                    "group: the task.")
+                    "over the group's runs; a contrast's rows corrected together (Benjamini-Hochberg).")
 
 
 def _contrasts_html(report: Report) -> str:
     return f'<p class="meta">{_e(CONTRASTS_LEGEND)}</p>' + "".join(
-        f"<h3>{_e(title)}</h3>{_verdicts_table_html(rows)}" for title, rows in report.contrasts)
+        f"<h3>{_e(title)}</h3>{_verdicts_table_html(rows, CONTRAST_COLUMNS)}" for title, rows in report.contrasts)
 
 
 PROFILE_FRAMES = 3  # per task in the report's profiles table
@@ -406,8 +406,8 @@ def _configuration_markdown(report: Report) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _verdicts_markdown(rows: list[dict[str, Any]]) -> str:
-    lines = ["| " + " | ".join(VERDICT_COLUMNS) + " |", "|" + "---|" * len(VERDICT_COLUMNS)]
+def _verdicts_markdown(rows: list[dict[str, Any]], columns: list[str] = VERDICT_COLUMNS) -> str:
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(_md(v) for v in line) + " |" for line in _verdict_lines(rows)]
     return "\n".join(lines) + "\n"
 
@@ -448,7 +448,7 @@ def write_markdown(report: Report, path: Path) -> list[Path]:
                     + "\n## Charts\n\n" + "\n\n".join(images) + "\n")
     if report.contrasts:
         sections += "\n## Within-race contrasts\n\n" + CONTRASTS_LEGEND + "\n" + "".join(
-            f"\n### {title}\n\n{_verdicts_markdown(rows)}" for title, rows in report.contrasts)
+            f"\n### {title}\n\n{_verdicts_markdown(rows, CONTRAST_COLUMNS)}" for title, rows in report.contrasts)
     if report.profiles:
         sections += "\n## Profiles\n\n" + PROFILES_LEGEND + "\n\n" + _profiles_markdown(report, path.parent)
     text = (

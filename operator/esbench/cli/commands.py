@@ -310,12 +310,10 @@ def show_command(inputs: tuple[str, ...], namespace: str | None, context: str | 
         console.print(f"[bold]{escape(entry.label)}[/] ({entry.phase or 'unknown phase'}{version})", highlight=False)
         for table in rendering.results_tables(entry.results):
             console.print(table)
-        declared = entry.spec.workload.contrasts if entry.spec else None
-        for contrast in declared or []:
-            rows = stats.to_wire(contrasts.compare_tasks([entry.results], contrast))
-            title = (f"Contrast {contrast.name} against task {contrast.baseline} (one race: differences, no interval "
+        for found in contrasts.to_wire([entry.results], entry.spec.workload) if entry.spec else []:
+            title = (f"Contrast {found['name']} against task {found['baseline']} (one race: differences, no interval "
                      "and no verdict)")
-            console.print(rendering.statistics_table(title, "contrast", rows, contender="task"))
+            console.print(rendering.statistics_table(title, "contrast", found["rows"], contender="task"))
         if entry.results.environment:
             console.print(f"environment: {escape(rendering.describe_environment(entry.results.environment))}", highlight=False)
 

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path("/sys/fs/cgroup")
+# A cgroup is made a moment before its node moves in: younger empty ones may be a starting run's.
+LEFTOVER_AGE_SECONDS = 60
 
 
 class Unavailable(RuntimeError):
@@ -33,6 +35,18 @@ def _controller(root: Path) -> tuple[Path, bool] | None:
     return None
 
 
+def _remove_leftovers(parent: Path, name: str) -> None:
+    """The empty cgroups of runs that were killed before they could remove their own."""
+    for old in parent.glob(f"{name}-*"):
+        procs = old / "cgroup.procs"
+        try:
+            if time.time() - old.stat().st_mtime < LEFTOVER_AGE_SECONDS or (procs.exists() and procs.read_text().strip()):
+                continue
+            old.rmdir()
+        except OSError:
+            continue  # in use after all, or removed meanwhile
+
+
 @dataclass(frozen=True)
 class MemoryCgroup:
     path: Path
@@ -46,6 +60,7 @@ class MemoryCgroup:
         if controller is None:
             raise Unavailable(f"no memory cgroup controller under {root}")
         parent, v2 = controller
+        _remove_leftovers(parent, name)
         path = parent / f"{name}-{uuid.uuid4().hex[:8]}"
         try:
             path.mkdir()

@@ -402,7 +402,7 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
             finally:
                 samples = sampler.stop()
                 if settings.profiler:
-                    settings.profiler.stop()
+                    stop_profiler(settings.profiler, out)
             # Another race may start between our check and Rally's own: nothing ran yet, retry.
             if status == 0 or OTHER_RALLY_RUNNING not in output:
                 break
@@ -475,6 +475,15 @@ def attribute_to_tasks(
             task.resources = nodestats.task_resources(samples, window, processors)
             if task.resources and task.resources.process_cpu_ms is not None and rate is not None:
                 task.resources.process_cpu_ms_net = max(0.0, task.resources.process_cpu_ms - rate * window.seconds)
+
+
+def stop_profiler(profiler: Profiler, out: IO[str]) -> None:
+    """Stops the recording; a failure (the node gone, say) leaves the race's figures standing, and
+    cutting the recording by task then says what is missing."""
+    try:
+        profiler.stop()
+    except (RuntimeError, OSError) as e:
+        print(f"esbench: the profiler could not be stopped: {e}", file=out, flush=True)
 
 
 def profile_tasks(summary: models.Results, windows: dict[str, taskwindows.TaskWindow], profiler: Profiler,
