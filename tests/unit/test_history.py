@@ -89,7 +89,7 @@ def _write(folder: Path, documents: list[dict]) -> Path:
     return write_list(folder / "runs.json", documents)
 
 
-def test_history_finds_a_regression_at_the_run_it_began_and_nothing_in_an_a_anightly(tmp_path):
+def test_history_finds_a_regression_at_the_run_it_began_and_nothing_in_an_a_a_series(tmp_path):
     rng = np.random.default_rng(11)
     steady = list(20 * rng.lognormal(0, 0.08, 12))
     regressed = nightly(steady[:7] + [v * 1.4 for v in steady[7:]])
@@ -150,3 +150,42 @@ def test_the_history_page_charts_each_series_and_lists_its_change_points(tmp_pat
     assert page.count('src="data:image/svg+xml;base64,') == 1
     assert "<td>2026-10-07T02:00:00Z</td><td>nightly-6</td><td>regression</td>" in page
     assert "Every run (10)" in page and "period-search" in page  # the runs, and the spec that was run
+
+
+def _check(tmp_path: Path, *args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, ["history", "--store", str(tmp_path / "history.sqlite"), "check", *args])
+    return result.exit_code, result.output
+
+
+STEADY = [20.1, 19.6, 20.4, 20.0, 19.8, 20.3, 20.2, 19.7, 20.0, 20.5]
+
+
+def test_one_bad_run_is_suspected_and_a_normal_run_after_it_clears_it(tmp_path):
+    runs = nightly([*STEADY, 29.0, 20.1])
+    _history(tmp_path, "add", str(_write(tmp_path / "bad", runs[:11])))
+    code, text = _check(tmp_path)
+    assert code == 3, text
+    assert "ranges service_time.p50: +44" in text and "from race race-10" in text and "suspected" in text
+    _history(tmp_path, "add", str(_write(tmp_path / "again", runs[11:])))
+    code, text = _check(tmp_path)
+    assert (code, text.splitlines()[0].endswith("0 with a regression at its end")) == (0, True), text
+
+
+def test_a_regression_that_holds_on_the_next_run_is_confirmed_and_reported_once(tmp_path):
+    runs = nightly([*STEADY, 29.0, 28.5])
+    _history(tmp_path, "add", str(_write(tmp_path / "in", runs)))
+    configuration = records.record(runs[0]).configuration
+    code, text = _check(tmp_path, "--format", "prometheus")
+    assert code == 4, text
+    assert (f'esbench_regression_state{{configuration="{configuration}",task="ranges",metric="service_time.p50"}} 2'
+            in text.splitlines())
+    assert f'esbench_regression_state{{configuration="{configuration}",task="ranges",metric="throughput.median"}} 0' in text
+    code, text = _check(tmp_path, configuration[:6])
+    assert code == 0 and "confirmed, reported before" in text
+
+
+def test_a_steady_series_and_an_improvement_raise_nothing(tmp_path):
+    _history(tmp_path, "add", str(_write(tmp_path / "in", nightly([*STEADY, 14.0, 14.2, 13.9]))))
+    code, text = _check(tmp_path, "--format", "json")
+    assert code == 0, text
+    assert {c["state"] for c in json.loads(text)} == {"steady"}

@@ -21,6 +21,9 @@ PROGRAM = Path(__file__).with_name("otava_series.py")
 # Otava's own defaults: a window longer than any series here analyses it whole.
 MAX_PVALUE = 0.001
 WINDOW = 50
+# Otava flags a lone bad run at the end of a series as a change; with one more run back to
+# normal the change is gone. So a change is suspected until this many runs stand after it.
+CONFIRMING_RUNS = 2
 
 
 class OtavaMissing(RuntimeError):
@@ -47,6 +50,19 @@ class ChangePoint:
         return "regression" if worse else "improvement"
 
 
+@dataclass(frozen=True)
+class Regression:
+    point: ChangePoint
+    confirmed: bool  # CONFIRMING_RUNS runs or more after it; else one run more may undo it
+
+
+def newest_regression(found: list[ChangePoint], length: int, metric: compare.Metric | None) -> Regression | None:
+    """The series' last change point (of `length` runs), if it is a regression."""
+    if not found or found[-1].kind(metric) != "regression":
+        return None
+    return Regression(found[-1], confirmed=length - found[-1].index >= CONFIRMING_RUNS)
+
+
 def otava_python(venv: str | None = None) -> Path:
     """The interpreter of Otava's virtualenv: VENV, else $ESBENCH_OTAVA, else the repository's
     .venv-otava."""
@@ -61,11 +77,21 @@ def otava_python(venv: str | None = None) -> Path:
 def find(values: Sequence[float], python: Path, *, max_pvalue: float = MAX_PVALUE, min_magnitude: float = 0.0,
          window: int = WINDOW) -> list[ChangePoint]:
     """The change points of values (in time order), by index."""
-    if len(values) < 3:  # a change needs at least one point on each side and a t-test on one
-        return []
-    request = {"values": list(values), "max_pvalue": max_pvalue, "min_magnitude": min_magnitude, "window": window}
-    answer = subprocess.run([str(python), str(PROGRAM)], input=json.dumps(request), capture_output=True, text=True,
-                            timeout=300, check=False)
-    if answer.returncode != 0:
-        raise RuntimeError(f"Otava failed (exit {answer.returncode}): {answer.stderr.strip()[-2000:]}")
-    return [ChangePoint(**point) for point in json.loads(answer.stdout)]
+    return find_each([values], python, max_pvalue=max_pvalue, min_magnitude=min_magnitude, window=window)[0]
+
+
+def find_each(series: Sequence[Sequence[float]], python: Path, *, max_pvalue: float = MAX_PVALUE,
+              min_magnitude: float = 0.0, window: int = WINDOW) -> list[list[ChangePoint]]:
+    """The change points of each series, with one start of Otava's interpreter for them all."""
+    # A change needs at least one point on each side and a t-test on one.
+    long_enough = [list(values) for values in series if len(values) >= 3]
+    found: list[list[ChangePoint]] = []
+    if long_enough:
+        request = {"series": long_enough, "max_pvalue": max_pvalue, "min_magnitude": min_magnitude, "window": window}
+        answer = subprocess.run([str(python), str(PROGRAM)], input=json.dumps(request), capture_output=True,
+                                text=True, timeout=300, check=False)
+        if answer.returncode != 0:
+            raise RuntimeError(f"Otava failed (exit {answer.returncode}): {answer.stderr.strip()[-2000:]}")
+        found = [[ChangePoint(**point) for point in points] for points in json.loads(answer.stdout)]
+    answers = iter(found)
+    return [next(answers) if len(values) >= 3 else [] for values in series]

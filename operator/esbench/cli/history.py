@@ -94,15 +94,32 @@ def _change_text(point: changepoints.ChangePoint, metric: compare.Metric | None)
     return f"{point.kind(metric)} {shown} (mean {point.mean_before:.4g} -> {point.mean_after:.4g}, p {point.pvalue:.2g})"
 
 
+def _series(store: LocalStore, wanted: list[tuple[str, str]], tasks: tuple[str, ...], python: Path,
+            max_pvalue: float, min_magnitude: float) -> list[tuple[str, str, history_page.Series]]:
+    """For each (configuration, metric) wanted, the metric's series of each task (default: every
+    one that has it) with its change points, found in one call to Otava."""
+    found = [(configuration, metric, subject, runs) for configuration, metric in wanted
+             for subject in tasks or store.subjects(configuration)
+             if (runs := store.series(configuration, subject, metric))]
+    points = changepoints.find_each([[r.value for r in runs] for *_, runs in found], python, max_pvalue=max_pvalue,
+                                    min_magnitude=min_magnitude)
+    return [(configuration, metric, history_page.Series(subject, runs[0].unit, runs, changes))
+            for (configuration, metric, subject, runs), changes in zip(found, points, strict=True)]
+
+
+_max_pvalue = click.option("--max-pvalue", type=float, default=changepoints.MAX_PVALUE, show_default=True,
+                           help="A change point's t-test must reach this.")
+_min_magnitude = click.option("--min-magnitude", type=float, default=0.0, show_default=True,
+                              help="A change point must also change the mean by this fraction (0.05: 5 %).")
+
+
 @history_command.command("show")
 @click.argument("configuration")
 @click.option("--task", "tasks", multiple=True, help="A task (or cluster, nodes); default: every one with the metric.")
 @click.option("--metric", default=DEFAULT_METRIC, show_default=True,
               help="A metric key as `esbench compare --format csv` names it.")
-@click.option("--max-pvalue", type=float, default=changepoints.MAX_PVALUE, show_default=True,
-              help="A change point's t-test must reach this.")
-@click.option("--min-magnitude", type=float, default=0.0, show_default=True,
-              help="A change point must also change the mean by this fraction (0.05: 5 %).")
+@_max_pvalue
+@_min_magnitude
 @click.option("--format", "format_", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the history page here instead: a chart of each series, its change points, every run.")
@@ -117,13 +134,8 @@ def show_command(store: LocalStore, configuration: str, tasks: tuple[str, ...], 
     except (UnknownConfiguration, changepoints.OtavaMissing) as error:
         raise click.ClickException(str(error)) from error
     known = compare.metric_named(metric)
-    found = []
-    for subject in tasks or store.subjects(configuration):
-        runs = store.series(configuration, subject, metric)
-        if runs:
-            points = changepoints.find([r.value for r in runs], python, max_pvalue=max_pvalue,
-                                       min_magnitude=min_magnitude)
-            found.append(history_page.Series(subject, runs[0].unit, runs, points))
+    found = [series for *_, series in _series(store, [(configuration, metric)], tasks, python, max_pvalue,
+                                              min_magnitude)]
     if not found:
         raise click.ClickException(f"no {metric} for {', '.join(tasks) or 'any task'} in configuration {configuration}")
     if html_path:
@@ -157,3 +169,84 @@ def _print_series(found: list[history_page.Series], metric: str, configuration: 
                           _change_text(at[index], known) if index in at else "",
                           style="bold" if index in at else None)
         console.print(table)
+
+
+EXIT_SUSPECTED = 3
+EXIT_REGRESSION = 4
+CHECKED_METRICS = ("service_time.p50", "throughput.median")
+STATE_VALUES = {"steady": 0, "suspected": 1, "confirmed": 2}  # the prometheus gauge's
+
+
+@history_command.command("check")
+@click.argument("configurations", nargs=-1, metavar="[CONFIGURATION...]")
+@click.option("--metric", "metrics", multiple=True, default=CHECKED_METRICS, show_default=True,
+              help="Metrics to watch (repeat it for several).")
+@_max_pvalue
+@_min_magnitude
+@click.option("--format", "format_", type=click.Choice(["table", "json", "prometheus"]), default="table",
+              show_default=True, help="prometheus: a gauge per series for node_exporter's textfile collector.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), help="Write here, not to stdout.")
+@click.pass_obj
+def check_command(store: LocalStore, configurations: tuple[str, ...], metrics: tuple[str, ...], max_pvalue: float,
+                  min_magnitude: float, format_: str, output: Path | None) -> None:
+    """Look for a regression at the end of each series of the CONFIGURATIONs (default: all): the
+    series' newest change point, if it makes the metric worse. With fewer than two runs after it,
+    it is suspected (one bad run looks like it): run the configuration again. With two or more it
+    is confirmed, and reported once (the history remembers it).
+
+    Exit status: 0 nothing new, 3 a regression suspected (run again to confirm), 4 a regression
+    confirmed and reported now."""
+    try:
+        wanted = [store.resolve(c) for c in configurations] or [c.id for c in store.configurations()]
+        python = changepoints.otava_python()
+    except (UnknownConfiguration, changepoints.OtavaMissing) as error:
+        raise click.ClickException(str(error)) from error
+    checked = []
+    every = [(configuration, metric) for configuration in wanted for metric in metrics]
+    for configuration, metric, series in _series(store, every, (), python, max_pvalue, min_magnitude):
+        found = changepoints.newest_regression(series.change_points, len(series.runs), compare.metric_named(metric))
+        first = series.runs[found.point.index].race_id if found else None
+        new = bool(found and found.confirmed and store.report_regression(configuration, series.subject, metric, first))
+        checked.append({"configuration": configuration, "subject": series.subject, "metric": metric,
+                        "runs": len(series.runs),
+                        "state": "steady" if found is None else "confirmed" if found.confirmed else "suspected",
+                        "reportedNow": new, "firstRaceAfter": first,
+                        "changePercent": found.point.change_percent if found else None,
+                        "pvalue": found.point.pvalue if found else None})
+    text = _check_text(checked, format_)
+    if output:
+        partial = output.with_name(output.name + ".partial")
+        partial.write_text(text)
+        partial.replace(output)  # whole: a collector never reads half a file
+    else:
+        click.echo(text, nl=False)
+    if any(c["reportedNow"] for c in checked):
+        click.get_current_context().exit(EXIT_REGRESSION)
+    if any(c["state"] == "suspected" for c in checked):
+        click.get_current_context().exit(EXIT_SUSPECTED)
+
+
+def _label(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def _check_text(checked: list[dict], format_: str) -> str:
+    if format_ == "json":
+        return json.dumps(checked, indent=2) + "\n"
+    if format_ == "prometheus":
+        lines = ["# HELP esbench_regression_state The newest change point of a history series: 0 none or not a "
+                 "regression, 1 a regression suspected, 2 a regression confirmed.",
+                 "# TYPE esbench_regression_state gauge"]
+        lines += [f'esbench_regression_state{{configuration="{c["configuration"]}",task="{_label(c["subject"])}",'
+                  f'metric="{_label(c["metric"])}"}} {STATE_VALUES[c["state"]]}'
+                  for c in checked]
+        return "\n".join(lines) + "\n"
+    interesting = [c for c in checked if c["state"] != "steady"]
+    lines = [f"{len(checked)} series checked, {len(interesting)} with a regression at its end"]
+    for c in interesting:
+        what = ("confirmed, reported now" if c["reportedNow"] else "confirmed, reported before"
+                if c["state"] == "confirmed" else "suspected: run the configuration again to confirm")
+        change = "from 0" if c["changePercent"] is None else f"{c['changePercent']:+.1f} %"
+        lines.append(f"{c['configuration'][:8]} {c['subject']} {c['metric']}: {change} from race "
+                     f"{c['firstRaceAfter']} (p {c['pvalue']:.2g}), {what}")
+    return "\n".join(lines) + "\n"

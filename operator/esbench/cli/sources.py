@@ -8,6 +8,7 @@ name of an Experiment in the current kube context's namespace (or --namespace).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,11 @@ class SourceError(Exception):
 def documents(path: Path) -> list[dict[str, Any]]:
     """The documents of a JSON or YAML file, a List's items in its place."""
     try:
-        loaded = list(yaml.safe_load_all(path.read_text()))  # YAML is a superset of JSON
+        text = path.read_text()
+        try:
+            loaded = [json.loads(text)]  # most result files; many times faster than reading them as YAML
+        except ValueError:
+            loaded = list(yaml.safe_load_all(text))  # YAML is a superset of JSON
     except (OSError, yaml.YAMLError) as error:
         raise SourceError(f"{path}: cannot read: {error}") from error
     found = []

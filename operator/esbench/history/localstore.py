@@ -47,6 +47,14 @@ CREATE TABLE points (
     unit TEXT,
     PRIMARY KEY (race_id, subject, metric)
 );
+CREATE TABLE regressions (
+    configuration TEXT NOT NULL,
+    subject TEXT NOT NULL,
+    metric TEXT NOT NULL,
+    race_id TEXT NOT NULL,
+    reported_at TEXT NOT NULL,
+    PRIMARY KEY (configuration, subject, metric, race_id)
+);
 CREATE TABLE sweeps (
     uid TEXT PRIMARY KEY,
     name TEXT NOT NULL,
@@ -152,6 +160,13 @@ class LocalStore:
     def sweeps(self) -> list[dict[str, Any]]:
         with self._connection() as connection:
             return [json.loads(row[0]) for row in connection.execute("SELECT document FROM sweeps ORDER BY name")]
+
+    def report_regression(self, configuration: str, subject: str, metric: str, race_id: str) -> bool:
+        """Notes a confirmed regression (its series, and the first race after the change) as
+        reported; False when it was reported before, so that it is reported once."""
+        with self._connection() as connection, connection:
+            return bool(connection.execute("INSERT OR IGNORE INTO regressions VALUES (?, ?, ?, ?, ?)",
+                                           (configuration, subject, metric, race_id, _now())).rowcount)
 
     def configurations(self) -> list[Configuration]:
         with self._connection() as connection:
