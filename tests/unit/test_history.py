@@ -53,10 +53,14 @@ def test_failed_and_warm_up_runs_are_not_recorded():
     failed = _run("c0", 1)
     failed["status"].pop("results")
     failed["status"]["phase"] = "Failed"
+    failed_with_figures = _run("c0", 1)
+    failed_with_figures["status"].update(phase="Failed", reason="RaceErrors")
     warm_up = _run("c0", 1)
     warm_up["metadata"]["labels"]["esbench.io/cell"] = "w0"
     with pytest.raises(records.NotRecordable, match="no results"):
         records.record(failed)
+    with pytest.raises(records.NotRecordable, match="phase Failed, not Succeeded"):
+        records.record(failed_with_figures)
     with pytest.raises(records.NotRecordable, match="warm-up"):
         records.record(warm_up)
 

@@ -31,6 +31,15 @@ def test_a_frame_is_one_frame_whatever_the_compiler_made_of_it():
         models.Frame(frame="org.elasticsearch.xcontent.XContentBuilder.value", percent=35.0)]
 
 
+def test_a_native_library_is_one_frame_whatever_folder_the_node_ran_from():
+    """Without symbols a library is named by its path, which holds each run's own folder."""
+    one = profiles.parse("java.lang.Thread.run;/tmp/esbench-es-9.2.4-2gc993b2/dist/lib/platform/libzstd.so 3\n")
+    other = profiles.parse("java.lang.Thread.run;/tmp/esbench-es-9.2.4-7ab01c9e/dist/lib/platform/libzstd.so 5\n")
+    assert one.self_samples() == {"libzstd.so": 3} and other.self_samples() == {"libzstd.so": 5}
+    assert profiles.frame_name("/usr/lib/x86_64-linux-gnu/libc.so.6") == "libc.so.6"
+    assert profiles.frame_name("ZSTD_decompress") == "ZSTD_decompress"
+
+
 def test_a_share_counts_each_sample_whose_stack_holds_the_frame_once():
     stacks = profiles.parse(FULL_SOURCE)
     assert stacks.share(r"FetchPhase") == pytest.approx(0.75)

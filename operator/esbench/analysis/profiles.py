@@ -17,10 +17,13 @@ from esbench.api import models
 # The converter marks each frame's kind after its name (_[j] JIT-compiled, _[i] inlined, _[0]
 # interpreted, _[1] C1-compiled, _[k] kernel): the same method, whatever its kind.
 _KIND = re.compile(r"_\[[a-z0-9]\]$")
+# A native library without symbols is named by its path, which holds the node's own folder (a
+# new temporary one each run): the library's file name stays the same from run to run.
+_LIBRARY_PATH = re.compile(r"^/.*/([^/]+\.so(\.[0-9.]+)?)$")
 
 
 def frame_name(frame: str) -> str:
-    return _KIND.sub("", frame)
+    return _LIBRARY_PATH.sub(r"\1", _KIND.sub("", frame))
 
 
 @dataclass(frozen=True)

@@ -59,6 +59,8 @@ def record(document: dict[str, Any], source: str | None = None, race_json: dict[
         raise NotRecordable(str(error)) from error
     status = document["status"]
     where = source or entry.label
+    if status.get("phase") != models.Phase.SUCCEEDED:  # a failed race's figures (errors, a task cut short) are no point of a series
+        raise NotRecordable(f"{where}: phase {status.get('phase')}, not Succeeded")
     if not document.get("spec"):
         raise NotRecordable(f"{where}: no spec, so no series to put it in")
     race_id = status.get("raceId") or entry.results.race_id
