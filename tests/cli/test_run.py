@@ -245,7 +245,7 @@ def test_es_home_is_the_distribution_started_and_spec_config_reaches_it(esbench,
     folder = Path(tempfile.mkdtemp(prefix="esbench-home-test-"))
     try:
         folder.chmod(0o755)
-        home = localcluster._unpack(localcluster.distribution_zip(LATEST), folder)  # keeps the executable bits
+        home = localcluster.unpack(localcluster.distribution_zip(LATEST), folder)  # keeps the executable bits
         document = _with("spec.elasticsearch.config", {"esbench.no.such.setting": "x"})
         run = esbench("run", str(_write(tmp_path, document)), "--es-home", str(home), "--output", "out.json",
                       env={"TMPDIR": str(folder)})

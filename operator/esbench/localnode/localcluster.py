@@ -100,7 +100,7 @@ def ensure_system_user(name: str = SYSTEM_USER) -> None:
         )
 
 
-def _unpack(archive: Path, target: Path) -> Path:
+def unpack(archive: Path, target: Path) -> Path:
     """Unzip keeping the executable bits (zipfile drops them), return the distribution home."""
     with zipfile.ZipFile(archive) as zf:
         for info in zf.infolist():
@@ -220,7 +220,7 @@ def start(
     base = Path(base_dir) if base_dir else Path(tempfile.mkdtemp(prefix=f"esbench-es-{version}-"))
     base.mkdir(parents=True, exist_ok=True)
     if home is None:
-        home = _unpack(distribution_zip(version, cache), base / "dist")
+        home = unpack(distribution_zip(version, cache), base / "dist")
     else:  # a copy: Elasticsearch's launcher runs in its home and writes logs/gc.log there
         home = Path(shutil.copytree(Path(home).resolve(), base / "dist" / Path(home).name, symlinks=True))
     # A full distribution bundles its JDK; the integ-test-zip does not.
