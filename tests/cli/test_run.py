@@ -12,7 +12,10 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -25,8 +28,9 @@ from esbench.cli import local
 from esbench.controller import status
 from esbench.history.localstore import LocalStore
 from esbench.localnode import cpus, localcluster
-from esbench.runner import nodestats
+from esbench.runner import nodestats, race
 from tests.support.elasticsearch import LATEST
+from tests.support.waiting import wait_for
 
 EXPERIMENT = {
     "apiVersion": models.API_VERSION,
@@ -112,6 +116,52 @@ def test_a_failed_race_exits_with_its_own_status_and_writes_the_failed_document(
     assert (state["phase"], state["reason"]) == ("Failed", reason) and named in state["message"]
     assert f"Failed ({reason})" in run.stdout
     assert LocalStore(tmp_path / "history.sqlite").configurations() == [], "a failed race has no figures to keep"
+
+
+def test_esrally_that_cannot_start_fails_as_race_failed(esbench, clusters, tmp_path):
+    run = esbench("run", str(_write(tmp_path, EXPERIMENT)), "--es-url", clusters.get(LATEST).url,
+                  "--output", "out.json", env={"ESBENCH_ESRALLY": str(tmp_path / "no-esrally")})
+    assert run.exit_code == 13, run.stdout + run.stderr
+    state = json.loads((tmp_path / "out.json").read_text())["status"]
+    assert (state["phase"], state["reason"]) == ("Failed", "RaceFailed") and "cannot start esrally" in state["message"]
+
+
+# An index whose shard no node may hold stays red, and the smoke track waits for its health
+# until it is stopped: a race that ends only when told to.
+ENDLESS = _with("spec.index.settings", {"index.routing.allocation.require._name": "no-such-node"})
+
+
+def test_a_race_past_its_timeout_is_stopped_and_exits_as_race_timeout(esbench, esrally, clusters, tmp_path):
+    document = {**ENDLESS, "spec": {**ENDLESS["spec"], "lifecycle": {"raceTimeoutSeconds": 30}}}
+    run = esbench("run", str(_write(tmp_path, document)), "--es-url", clusters.get(LATEST).url,
+                  "--output", "out.json", env={"ESBENCH_ESRALLY": esrally})
+    assert run.exit_code == 16, run.stdout + run.stderr
+    state = json.loads((tmp_path / "out.json").read_text())["status"]
+    assert (state["phase"], state["reason"]) == ("Failed", "RaceTimeout"), state
+    assert "lifecycle.raceTimeoutSeconds (30s): esrally was stopped after 22s" in state["message"]
+    assert race.rally_processes() == [], "the race stopped at its timeout left Rally processes behind"
+
+
+def test_a_race_interrupted_exits_130_and_leaves_no_rally_behind(esrally, clusters, tmp_path):
+    _write(tmp_path, ENDLESS)
+    command = [sys.executable, "-m", "esbench.cli", "run", "experiment.yaml", "--es-url", clusters.get(LATEST).url,
+               "--work-dir", "work", "--output", "out.json"]
+    environment = {**os.environ, "ESBENCH_ESRALLY": esrally, "ESBENCH_HISTORY": str(tmp_path / "history.sqlite")}
+    with subprocess.Popen(command, cwd=tmp_path, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True) as running:
+        try:
+            wait_for(lambda: running.poll() is not None or list(tmp_path.glob("work/**/rally.log")), 120,
+                     "esrally to begin")
+            running.send_signal(signal.SIGINT)
+            out, err = running.communicate(timeout=120)
+        finally:
+            if running.poll() is None:
+                running.kill()
+    assert running.returncode == 130, out + err
+    assert "interrupted: race abandoned" in err
+    assert race.rally_processes() == [], "the interrupted race left Rally processes behind"
+    assert not (tmp_path / "out.json").exists()
+    assert LocalStore(tmp_path / "history.sqlite").configurations() == []
 
 
 def _assert_operator_document(document: dict, stored: dict, version: str) -> models.Results:

@@ -17,8 +17,10 @@ import pytest
 import yaml
 from kubernetes import client
 
+from esbench.controller.readiness import readiness
 from esbench.runner.corpus import TEST_MODE_COUNT
 from tests.e2e.harness import ES_VERSION, ES_VERSIONS, ROOT, Cluster, es_image
+from tests.support.standin_eck import eck_status, what_esbench_reads
 from tests.support.waiting import wait_for
 
 GROUP, VERSION, PLURAL = "esbench.io", "v1alpha1", "experiments"
@@ -163,10 +165,14 @@ def test_quickstart_succeeds_with_sane_results_and_cleans_up_its_cluster(cluster
     test_mode = version != ES_VERSION
     body = quickstart(cluster, version, test_mode=test_mode)
     created = experiments.create(body)
-    # ECK formed the cluster: it notes the UUID it read from `GET /` on the resource.
-    wait_for(lambda: any("elasticsearch.k8s.elastic.co/cluster-uuid" in (es["metadata"].get("annotations") or {})
-                         for es in experiments.elasticsearches()), RACE_TIMEOUT,
-             what="ECK to form the cluster", interval=POLL_SECONDS, diagnose=experiments.diagnose)
+    # ECK formed the cluster (it notes the UUID it read from `GET /` on the resource) and its
+    # status says what esbench waits for (ECK may write phase Ready before it counts the node).
+    ready = wait_for(lambda: next((es for es in experiments.elasticsearches()
+                                   if "elasticsearch.k8s.elastic.co/cluster-uuid" in (es["metadata"].get("annotations") or {})
+                                   and es.get("status") and readiness(es).ready), None), RACE_TIMEOUT,
+                     what="ECK to form the cluster and make it ready", interval=POLL_SECONDS, diagnose=experiments.diagnose)
+    # The integration tests' stand-in writes, for a ready cluster, what real ECK wrote here.
+    assert what_esbench_reads({**ready, "status": eck_status(ready, up=True)}) == what_esbench_reads(ready)
     experiment = experiments.wait_finished("quickstart")
     status = experiment["status"]
 

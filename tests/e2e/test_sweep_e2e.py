@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from esbench.api import models
+from esbench.runner.corpus import TEST_MODE_COUNT
 from tests.e2e.test_e2e import POLL_SECONDS, RACE_TIMEOUT, Experiments, quickstart
 from tests.support.waiting import wait_for
 
@@ -82,6 +83,10 @@ def test_sweep_over_codecs_runs_both_cells_one_after_another_on_one_shared_clust
         assert tasks["index-append"]["throughput"]["median"] > 0, tasks
         assert tasks["index-append"]["errorRate"] == 0, tasks
         assert run_status["results"]["cluster"]["storeSizeBytes"] > 0
+        # Each run starts with a fresh index: after the second race, the node holds test mode's
+        # corpus once, not the first run's documents as well.
+        (node,) = run_status["results"]["nodes"]
+        assert TEST_MODE_COUNT <= node["docsCount"] < 2 * TEST_MODE_COUNT, node
     assert runs[f"{SWEEP}-c1-r1"]["spec"]["index"]["codec"] == "best_compression"
     # One after another: the second race never overlapped the first on the shared cluster.
     first, second = runs[f"{SWEEP}-c0-r1"]["status"], runs[f"{SWEEP}-c1-r1"]["status"]

@@ -22,7 +22,7 @@ from esbench.controller import manifests
 from esbench.controller.readiness import readiness
 from tests.support.experiments import create_experiment, wait_phase
 from tests.support.real_eck import RealEck
-from tests.support.standin_eck import GROUP, PLURAL, VERSION, StandinEck
+from tests.support.standin_eck import GROUP, PLURAL, VERSION, StandinEck, what_esbench_reads
 from tests.support.waiting import wait_for
 
 # ECK's own security defaults change at 8.0 (seccomp, fsGroup, dropped capabilities) and at 8.8
@@ -120,16 +120,7 @@ def test_the_standin_reports_what_real_eck_reports_before_any_pod(control_plane,
     stood_in = settled(namespace)
     assert stood_in, "the stand-in's status is not for the resource's current generation"
 
-    def read(es: dict) -> dict:
-        status = es["status"]
-        own = es["metadata"]["namespace"]
-        return {"phase": status.get("phase"), "health": status.get("health"), "version": status.get("version"),
-                "availableNodes": status.get("availableNodes", 0),
-                "conditions": sorted((c["type"], c["status"], c.get("message", "").replace(own, "NS"))
-                                     for c in status["conditions"]),
-                "readiness": readiness(es).message.replace(own, "NS")}
-
-    assert read(stood_in) == read(real)
+    assert what_esbench_reads(stood_in) == what_esbench_reads(real)
     assert not readiness(real).ready
 
     core = client.CoreV1Api(api_client)

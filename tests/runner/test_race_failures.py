@@ -66,12 +66,12 @@ def test_a_malformed_spec_is_an_invalid_spec(race):
 # machine) would spend it waiting.
 @pytest.mark.measures
 def test_a_race_over_its_time_budget_is_stopped_with_all_its_rally_processes(clusters, race):
-    # 75 s for everything, minus the runner's reporting margin: a query task of 120 s cannot fit.
+    # 75 s for everything, minus the runner's reporting margin (a quarter): a query task of 120 s cannot fit.
     slow = spec("range-queries", testMode=False, trackParams={"doc_count": 1000},
                 load={"targetThroughput": 5, "timePeriodSeconds": 120})
     slow["lifecycle"] = {"raceTimeoutSeconds": 75}
     run = race(slow, clusters.get(LATEST).url)
-    assert_failed(run, Reason.RACE_TIMEOUT, "did not finish within lifecycle.raceTimeoutSeconds (75s)")
+    assert_failed(run, Reason.RACE_TIMEOUT, "did not finish within lifecycle.raceTimeoutSeconds (75s): esrally was stopped after 56s")
     assert rally_processes(run.work_dir / "rally") == []
     # What survives, as the README says: the node figures sampled until the stop, and the race.json
     # Rally stored when the race began, without results (it computes them only at the end).

@@ -7,7 +7,8 @@ subresource: first what ECK reports before any pod runs (phase ApplyingChanges, 
 the spec's version, ReconciliationComplete and ElasticsearchIsReachable False), then, when a
 test says the cluster is up, Ready with every condition True. No pods: these tests run on a bare
 control plane. tests/integration/test_real_eck.py runs the same resource through the real ECK
-operator (scripts/eck-operator.sh) and fails when this stand-in differs from it in what esbench reads.
+operator (scripts/eck-operator.sh) and fails when this stand-in differs from it in what esbench
+reads before any pod runs; the end-to-end quickstart does the same for a Ready cluster.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from esbench.controller.readiness import readiness
 from tests.support import reflector
 from tests.support.pki import CertificateAuthority
 
@@ -116,8 +118,9 @@ def eck_status(es: dict[str, Any], up: bool) -> dict[str, Any]:
 
 
 def eck_conditions(es: dict[str, Any], reconciled: bool, reachable: bool) -> list[dict[str, str]]:
-    """ECK's conditions, with its messages (elasticsearch_controller.go, reconcile/state.go and
-    driver/shared/reconcile.go in ECK 3.5.0), for a cluster that runs the spec's version."""
+    """ECK's conditions, with its messages (elasticsearch_controller.go, reconcile/state.go,
+    driver/shared/reconcile.go and driver/desired_nodes.go in ECK 3.5.0), for a cluster that
+    runs the spec's version."""
     namespace, name = es["metadata"]["namespace"], es["metadata"]["name"]
     service = f"Service {namespace}/{name}-es-internal-http"
     conditions = [
@@ -125,7 +128,25 @@ def eck_conditions(es: dict[str, Any], reconciled: bool, reachable: bool) -> lis
         ("RunningDesiredVersion", True, f"All nodes are running version {es['spec']['version']}"),
         ("ElasticsearchIsReachable", reachable, f"{service} has endpoints" if reachable else f"{service} has no endpoint"),
     ]
+    major, minor, _ = (int(part) for part in es["spec"]["version"].split("."))
+    if reconciled and (major, minor) >= (8, 3):  # the desired nodes API (driver/desired_nodes.go)
+        conditions.append(("ResourcesAwareManagement", True, "Successfully calculated compute and storage resources "
+                                                             f"from Elasticsearch resource generation "
+                                                             f"{es['metadata']['generation']}"))
     return [{"type": kind, "status": str(met), "message": message} for kind, met, message in conditions]
+
+
+def what_esbench_reads(es: dict[str, Any]) -> dict[str, Any]:
+    """The status fields and conditions esbench reads from an Elasticsearch resource, and the
+    readiness it makes of them, with the resource's namespace replaced by NS: where the
+    stand-in and real ECK must agree."""
+    status = es["status"]
+    own = es["metadata"]["namespace"]
+    return {"phase": status.get("phase"), "health": status.get("health"), "version": status.get("version"),
+            "availableNodes": status.get("availableNodes", 0),
+            "conditions": sorted((c["type"], c["status"], c.get("message", "").replace(own, "NS"))
+                                 for c in status["conditions"]),
+            "readiness": readiness(es).message.replace(own, "NS")}
 
 
 def _b64(value: str | bytes) -> str:

@@ -9,7 +9,7 @@ from tests.support.waiting import wait_for
 FIXED_RATE = FIXTURES / "8.7.1-range-queries-fixed-rate"
 
 
-def sample(cpu, os_cpu, heap, young, index_total, query_total, node_id="n1", name="es-0"):
+def sample(cpu, os_cpu, heap, young, index_total, query_total, node_id="n1", name="es-0", docs=None):
     return {"nodes": {node_id: {
         "name": name,
         "process": {"cpu": {"percent": cpu}},
@@ -17,7 +17,8 @@ def sample(cpu, os_cpu, heap, young, index_total, query_total, node_id="n1", nam
         "jvm": {"mem": {"heap_used_in_bytes": heap},
                 "gc": {"collectors": {"young": {"collection_count": young, "collection_time_in_millis": 10 * young},
                                       "old": {"collection_count": 0, "collection_time_in_millis": 0}}}},
-        "indices": {"indexing": {"index_total": index_total}, "search": {"query_total": query_total}},
+        "indices": {"indexing": {"index_total": index_total}, "search": {"query_total": query_total},
+                    "docs": {"count": index_total if docs is None else docs}},
     }}}
 
 
@@ -31,6 +32,17 @@ def test_gauges_give_mean_and_nearest_rank_p90_and_counters_their_growth():
     assert node.heap_used_bytes.mean == 5500
     assert (node.gc_young_count, node.gc_young_time_ms, node.gc_old_count, node.gc_old_time_ms) == (9, 90, 0, 0)
     assert (node.indexing_total, node.search_query_total) == (9000, 9)
+    assert node.docs_count == 9000  # the last sample's
+
+
+def test_an_index_kept_from_an_earlier_race_shows_in_the_documents_held_not_in_the_indexed_count():
+    # (indexed so far, documents held): a fresh index is deleted first and then holds what was
+    # indexed; a kept one still holds the earlier race's 5,000.
+    fresh = [sample(1, 1, 1, 0, indexed, 0, docs=docs) for indexed, docs in ((0, 5000), (0, 0), (1000, 1000))]
+    kept = [sample(1, 1, 1, 0, indexed, 0, docs=docs) for indexed, docs in ((0, 5000), (0, 5000), (1000, 6000))]
+    (fresh_node,), (kept_node,) = nodestats.summarize(fresh), nodestats.summarize(kept)
+    assert fresh_node.indexing_total == kept_node.indexing_total == 1000
+    assert (fresh_node.docs_count, kept_node.docs_count) == (1000, 6000)
 
 
 def test_a_deleted_index_does_not_make_counters_negative():

@@ -89,3 +89,8 @@ def test_a_profiler_that_cannot_stop_leaves_the_race_standing():
     out = io.StringIO()
     race.stop_profiler(Gone(), out)
     assert "the profiler could not be stopped: async-profiler stop failed: no such process" in out.getvalue()
+
+
+@pytest.mark.parametrize("timeout, budget", [(30, 22.5), (180, 135), (7200, 7155)])
+def test_esrally_gets_the_race_timeout_less_a_reporting_margin_of_at_most_a_quarter(timeout, budget):
+    assert race.rally_budget(timeout) == budget

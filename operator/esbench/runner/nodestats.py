@@ -33,6 +33,7 @@ STATS_PATH = (
             "jvm.mem.heap_used_in_bytes",
             "jvm.gc.collectors",
             "indices.indexing.index_total",
+            "indices.docs.count",
             "indices.search.query_total",
             "fs.io_stats.total",
             "thread_pool.write.rejected",
@@ -130,8 +131,13 @@ def _increase(stats: list[dict[str, Any]], path: str) -> int | None:
     return int(sum(max(0, b - a) for a, b in pairwise(values)))
 
 
+def _last(stats: list[dict[str, Any]], path: str) -> int | None:
+    values = [v for s in stats if isinstance(v := value_at(s, path), int)]
+    return values[-1] if values else None
+
+
 def summarize(samples: list[dict[str, Any]]) -> list[models.NodeSample]:
-    """Per node: mean and p90 of the gauges, growth of the counters."""
+    """Per node: mean and p90 of the gauges, growth of the counters, the documents held at the end."""
     by_node: dict[str, list[dict[str, Any]]] = {}
     names: dict[str, str] = {}
     for sample in samples:
@@ -155,6 +161,7 @@ def summarize(samples: list[dict[str, Any]]) -> list[models.NodeSample]:
                 gc_old_count=_increase(stats, "jvm.gc.collectors.old.collection_count"),
                 gc_old_time_ms=_increase(stats, "jvm.gc.collectors.old.collection_time_in_millis"),
                 indexing_total=_increase(stats, "indices.indexing.index_total"),
+                docs_count=_last(stats, "indices.docs.count"),
                 search_query_total=_increase(stats, "indices.search.query_total"),
                 process_cpu_ms=_increase(stats, "process.cpu.total_in_millis"),
                 io_read_bytes=_kilobytes(_increase(stats, "fs.io_stats.total.read_kilobytes")),

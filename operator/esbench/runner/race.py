@@ -50,8 +50,14 @@ LAUNCHER = Path(__file__).with_name("esrally_launcher.py")
 OTHER_RALLY_RUNNING = "There are other Rally processes running"
 OTHER_RACES_TIMEOUT_SECONDS = 900
 RALLY_START_ATTEMPTS = 5
-# Time kept, out of lifecycle.raceTimeoutSeconds, to stop Rally and print the report.
+# Time kept, out of lifecycle.raceTimeoutSeconds, to stop Rally and print the report; at most
+# a quarter of it, so that a short timeout still leaves Rally most of its time.
 REPORT_MARGIN_SECONDS = 45
+
+
+def rally_budget(race_timeout_seconds: int) -> float:
+    """Seconds esrally may run, out of the race's timeout."""
+    return race_timeout_seconds - min(REPORT_MARGIN_SECONDS, race_timeout_seconds / 4)
 # The idle window runs from the first _nodes/stats sample to the first task, which esrally
 # reaches soon after it starts: the nodes are watched this much longer, with no Rally running,
 # so that a background task of the node weighs less in the idle rate. Test mode measures nothing.
@@ -299,7 +305,7 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
     spec = settings.spec
     # raceTimeoutSeconds bounds the whole run (the Job's deadline is a little later, for
     # scheduling and the image pull): stop early enough to print the report.
-    deadline = time.monotonic() + spec.lifecycle.race_timeout_seconds - REPORT_MARGIN_SECONDS
+    deadline = time.monotonic() + rally_budget(spec.lifecycle.race_timeout_seconds)
 
     def remaining() -> float:
         return max(1.0, deadline - time.monotonic())
@@ -442,7 +448,9 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
     common = {"results": summary, "race_json": race_json}
 
     if status is None:
-        message = f"the race did not finish within lifecycle.raceTimeoutSeconds ({spec.lifecycle.race_timeout_seconds}s)"
+        timeout = spec.lifecycle.race_timeout_seconds
+        message = (f"the race did not finish within lifecycle.raceTimeoutSeconds ({timeout}s): esrally was stopped "
+                   f"after {rally_budget(timeout):.0f}s, to leave time for the report")
         return failed(Reason.RACE_TIMEOUT, message, **common)
     if status != 0:
         message = rally.rally_error(output) or f"esrally exited with status {status}"
