@@ -147,6 +147,39 @@ def test_operator_settings_reach_the_environment_and_rally_defaults_to_the_opera
     assert config.Settings.from_env(custom).rally_resources is None
 
 
+RESULTS_STORE = {"resultsStore": {
+    "url": "https://results-es-http.benchmarks.svc:9200", "username": "elastic",
+    "passwordSecret": {"name": "results-es-elastic-user", "key": "elastic"},
+    "caSecret": {"name": "results-es-http-certs-public"}}}
+
+
+def test_a_results_store_reaches_the_operator_with_its_password_and_ca_as_files(helm, tmp_path):
+    objects = helm.template({**RESULTS_STORE, "networkPolicy": {"enabled": True}})
+    pod = the(objects, "Deployment")["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    env = {e["name"]: e["value"] for e in container["env"]}  # every one a plain value: no secretKeyRef
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    secrets = {v["name"]: v["secret"] for v in pod["volumes"] if "secret" in v}
+    assert secrets == {
+        "results-store-password": {"secretName": "results-es-elastic-user", "items": [{"key": "elastic", "path": "elastic"}]},
+        "results-store-ca": {"secretName": "results-es-http-certs-public", "items": [{"key": "ca.crt", "path": "ca.crt"}]},
+    }
+    assert env["ESBENCH_RESULTS_STORE_PASSWORD_FILE"] == mounts["results-store-password"] + "/elastic"
+    assert env["ESBENCH_RESULTS_STORE_CA_FILE"] == mounts["results-store-ca"] + "/ca.crt"
+    # What the operator makes of it, with the Secrets' files where the pod would mount them.
+    (tmp_path / "elastic").write_text("s3cret\n")
+    store = config.Settings.from_env({**env, "ESBENCH_RESULTS_STORE_PASSWORD_FILE": str(tmp_path / "elastic")}).results_store
+    assert (store.url, store.username, store.password) == ("https://results-es-http.benchmarks.svc:9200", "elastic", "s3cret")
+    assert "s3cret" not in repr(store)
+    # Reading race.json back needs get on ConfigMaps, granted only then; and the store's port.
+    configmaps = next(r for r in the(objects, "ClusterRole")["rules"] if r["resources"] == ["configmaps"])
+    assert configmaps["verbs"] == ["create", "get"]
+    assert {"ports": [{"port": 9200, "protocol": "TCP"}]} in the(objects, "NetworkPolicy")["spec"]["egress"]
+    without = helm.template()
+    assert next(r for r in the(without, "ClusterRole")["rules"] if r["resources"] == ["configmaps"])["verbs"] == ["create"]
+    assert config.Settings.from_env({}).results_store is None
+
+
 def test_watched_namespaces_become_flags_and_a_role_in_each_with_only_reads_cluster_wide(helm):
     objects = helm.template(MODES["watch-namespaces"])
     (container,) = the(objects, "Deployment")["spec"]["template"]["spec"]["containers"]

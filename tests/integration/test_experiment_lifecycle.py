@@ -30,6 +30,7 @@ from tests.support.experiments import (
     events,
     get_experiment,
     job,
+    run_to_benchmarking,
     runner_log,
     wait_phase,
 )
@@ -37,13 +38,6 @@ from tests.support.helm import operator_access
 from tests.support.operator_process import OperatorProcess
 from tests.support.standin_eck import GROUP, PLURAL, VERSION
 from tests.support.waiting import wait_for
-
-
-def run_to_benchmarking(apis, eck, namespace: str, name: str, **spec_sections) -> dict:
-    create_experiment(apis, namespace, name, **spec_sections)
-    wait_for(lambda: es_exists(eck, namespace, name), what="the ECK Elasticsearch resource")
-    eck.make_ready(namespace, name)
-    return wait_phase(apis, namespace, name, "Benchmarking")
 
 
 def test_experiment_runs_to_success_with_rallys_numbers_in_status(

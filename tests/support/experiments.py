@@ -50,6 +50,13 @@ def create_experiment(apis: Apis, namespace: str, name: str, **spec_sections) ->
     return apis.custom.create_namespaced_custom_object(models.GROUP, models.VERSION, namespace, models.PLURAL, body)
 
 
+def run_to_benchmarking(apis: Apis, eck: StandinEck, namespace: str, name: str, **spec_sections) -> dict:
+    create_experiment(apis, namespace, name, **spec_sections)
+    wait_for(lambda: es_exists(eck, namespace, name), what="the ECK Elasticsearch resource")
+    eck.make_ready(namespace, name)
+    return wait_phase(apis, namespace, name, "Benchmarking")
+
+
 def get_experiment(apis: Apis, namespace: str, name: str) -> dict:
     return apis.custom.get_namespaced_custom_object(models.GROUP, models.VERSION, namespace, models.PLURAL, name)
 

@@ -215,6 +215,10 @@ def test_race_json_configmap_is_immutable_and_gzips_when_large():
     large = manifests.race_json_configmap(exp, {"blob": "x" * 2_000_000})
     assert "data" not in large and "race.json.gz" in large["binaryData"]
     assert len(large["binaryData"]["race.json.gz"]) < 100_000
+    # Read back as written, for the results store.
+    assert manifests.race_json_of(small) == {"race-id": "r1"}
+    assert manifests.race_json_of(large) == {"blob": "x" * 2_000_000}
+    assert manifests.race_json_of({"data": {}}) is None
 
 
 @pytest.mark.parametrize("codec", ["default", "best_compression"])

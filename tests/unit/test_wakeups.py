@@ -15,11 +15,14 @@ RESYNC = 10.0
 WATCHED = WATCHED_WAIT_RESYNCS * RESYNC
 
 
-def experiment(phase: str | None, created_ago: float = 0, **spec) -> dict:
+def experiment(phase: str | None, created_ago: float = 0, recorded: str | None = None, **spec) -> dict:
     created = (datetime.now(UTC) - timedelta(seconds=created_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    state = {"phase": phase} if phase else {}
+    if recorded:
+        state["conditions"] = [{"type": "Recorded", "status": recorded}]
     return {"metadata": {"name": "e", "namespace": "perf", "uid": "u", "creationTimestamp": created},
             "spec": {"elasticsearch": {"version": "8.15.3"}, "workload": {"track": "smoke"}, **spec},
-            "status": {"phase": phase} if phase else {}}
+            "status": state}
 
 
 def referencing(phase: str) -> dict:
@@ -40,6 +43,8 @@ def referencing(phase: str) -> dict:
     (lambda: experiment("Succeeded", lifecycle={"ttlSecondsAfterFinished": 60}), RESYNC),
     (lambda: experiment("Succeeded"), None),  # finished, nothing left to do
     (lambda: experiment("Failed"), None),
+    (lambda: experiment("Succeeded", recorded="False"), RESYNC),  # the results store was down: tried again
+    (lambda: experiment("Succeeded", recorded="True"), None),
     (lambda: experiment("Provisioning", index={"shards": 2}, workload={"track": "smoke", "trackParams": {"number_of_shards": 3}}),
      RESYNC),  # fails as InvalidSpec at its next reconcile
 ])

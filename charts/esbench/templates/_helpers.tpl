@@ -135,10 +135,10 @@ Roles. Deliberately nothing on Secrets: the Rally pod gets ECK's credentials by 
 - apiGroups: [""]
   resources: [pods/log]
   verbs: [get]
-# The full race.json, kept beside the Experiment.
+# The full race.json, kept beside the Experiment; read back to record it in the results store.
 - apiGroups: [""]
   resources: [configmaps]
-  verbs: [create]
+  verbs: {{ if .Values.resultsStore.url }}[create, get]{{ else }}[create]{{ end }}
 # Events on Experiments (kopf.event and kopf's own handler errors); listed for ECK's reason
 # when it marks a cluster Invalid.
 - apiGroups: [""]
@@ -161,3 +161,10 @@ reproducibility record. API discovery (/api, /apis) and /version need no grant.
   resources: [nodes]
   verbs: [get]
 {{- end }}
+
+{{/* The port of the results store's URL (its scheme's default when it names none). */}}
+{{- define "esbench.resultsStorePort" -}}
+{{- $url := urlParse .Values.resultsStore.url -}}
+{{- $host := splitList ":" $url.host -}}
+{{- if gt (len $host) 1 }}{{ last $host }}{{ else if eq $url.scheme "https" }}443{{ else }}80{{ end -}}
+{{- end -}}

@@ -74,12 +74,6 @@ def otava_python(venv: str | None = None) -> Path:
     return python
 
 
-def find(values: Sequence[float], python: Path, *, max_pvalue: float = MAX_PVALUE, min_magnitude: float = 0.0,
-         window: int = WINDOW) -> list[ChangePoint]:
-    """The change points of values (in time order), by index."""
-    return find_each([values], python, max_pvalue=max_pvalue, min_magnitude=min_magnitude, window=window)[0]
-
-
 def find_each(series: Sequence[Sequence[float]], python: Path, *, max_pvalue: float = MAX_PVALUE,
               min_magnitude: float = 0.0, window: int = WINDOW) -> list[list[ChangePoint]]:
     """The change points of each series, with one start of Otava's interpreter for them all."""

@@ -462,7 +462,8 @@ class Lifecycle(Model):
         1800, ge=30, le=86400,
         description="Bounds everything before the race (ECK missing, the cluster not ready or not found), counted "
                     "from the Experiment's creation: time the operator was down counts too.")
-    race_timeout_seconds: int = Field(7200, ge=30, le=604800, description="Bounds the race, from the Rally pod's start.")
+    race_timeout_seconds: int = Field(7200, ge=30, le=604800, description="Bounds the race, from the Rally pod's start. esrally is stopped a little before "
+                                          "(45 s, at most a quarter of it) so that what it measured is still reported.")
     ttl_seconds_after_finished: int | None = Field(
         None, ge=0, description="Delete the whole Experiment this long after it finished. Unset keeps it.")
 
@@ -711,6 +712,9 @@ class NodeSample(Model):
     gc_old_count: int | None = None
     gc_old_time_ms: int | None = None
     indexing_total: int | None = None
+    # Documents the node held at the last sample (Lucene's count, nested documents included):
+    # unlike the counters, it tells a fresh index from one that kept an earlier race's documents.
+    docs_count: int | None = None
     search_query_total: int | None = None
     process_cpu_ms: int | None = None
     io_read_bytes: int | None = None

@@ -41,6 +41,10 @@ class Reason(StrEnum):
     CLEANUP_FAILED = "CleanupFailed"
     RACE_JSON_NOT_STORED = "RaceJsonNotStored"
     ENVIRONMENT_INCOMPLETE = "EnvironmentIncomplete"
+    # The Recorded condition (a results store is configured)
+    RECORD_PENDING = "RecordPending"
+    RECORDED = "Recorded"
+    STORE_UNAVAILABLE = "StoreUnavailable"
     # A sweep
     RUN_STARTED = "RunStarted"
     RUN_DELETED = "RunDeleted"
@@ -103,6 +107,12 @@ MEANINGS: dict[Reason, str] = {
     Reason.CLEANUP_FAILED: "Event: deleting the cluster was refused; tried again later",
     Reason.RACE_JSON_NOT_STORED: "Event: Rally's race.json could not be stored in its ConfigMap",
     Reason.ENVIRONMENT_INCOMPLETE: "Event: part of status.results.environment.kubernetes could not be read",
+    Reason.RECORD_PENDING: "the Experiment succeeded and is about to be written to the results store "
+                           "(resultsStore in the chart); ttlSecondsAfterFinished waits for it",
+    Reason.RECORDED: "the results store holds the race (Rally's results documents and esbench's record); "
+                     "also an Event",
+    Reason.STORE_UNAVAILABLE: "the results store could not be reached or refused the write: tried again, backing "
+                              "off, while the Experiment keeps its results and its TTL waits; also a Warning Event",
     Reason.RUN_STARTED: "Event: a sweep started a run",
     Reason.RUN_DELETED: "a sweep's run was deleted before it finished: it counts as failed",
     Reason.REJECTED: "a sweep's run or shared cluster was refused by the API server: tried again at each resync, and "

@@ -3,23 +3,28 @@ their change points.
 
 `esbench run` and local sweeps record each measured run here as it ends (LocalStore.remember);
 `history add` records result files made elsewhere (`esbench run -o`, a sweep's folder,
-`kubectl get esx -o yaml`).
+`kubectl get esx -o yaml`), `history pull` what the operator recorded in its results store.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import click
 from rich import box
+from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from esbench.analysis import changepoints, compare, history_page
 from esbench.api import models
-from esbench.cli import localsweep, rendering, sources
+from esbench.cli import credentials, localsweep, rendering, sources
+from esbench.esclient import Client
 from esbench.history import records
+from esbench.history.esstore import ElasticsearchStore, StoreUnavailable
 from esbench.history.localstore import LocalStore, UnknownConfiguration, default_path
 
 DEFAULT_METRIC = "service_time.p50"
@@ -43,7 +48,7 @@ def add_command(store: LocalStore, inputs: tuple[str, ...]) -> None:
     sweep), or Experiments and sweeps as `kubectl get esx|esxs [NAME] -o yaml|json` print them.
     Races recorded before are left as they are; failed runs and warm-up runs are not recorded."""
     console = rendering.console()
-    added = known = skipped = sweeps = 0
+    tally = _Tally(store, console)
     for argument in inputs:
         path = Path(argument)
         runs = sources.sweep_runs(path)
@@ -57,22 +62,63 @@ def add_command(store: LocalStore, inputs: tuple[str, ...]) -> None:
             except sources.SourceError as error:
                 raise click.ClickException(str(error)) from error
             for document in documents:
-                if document.get("kind") == models.SWEEP_KIND:
-                    store.add_sweep(document)
-                    sweeps += 1
-                    continue
-                try:
-                    record = records.record(document, str(file))
-                except records.NotRecordable as error:
-                    console.print(f"[dim]skipped: {escape(str(error))}[/]")
-                    skipped += 1
-                    continue
-                if store.add(record):
-                    added += 1
-                else:
-                    known += 1
-    console.print(f"{added} race(s) recorded, {known} recorded before, {skipped} skipped, {sweeps} sweep(s); "
-                  f"history: {escape(str(store.path))}")
+                tally.take(document, str(file))
+    console.print(f"{tally}; history: {escape(str(store.path))}")
+
+
+@dataclass
+class _Tally:
+    """Documents recorded into the history, counted by what became of them."""
+
+    store: LocalStore
+    console: Console
+    added: int = 0
+    known: int = 0
+    skipped: int = 0
+    sweeps: int = 0
+
+    def take(self, document: dict[str, Any], source: str, race_json: dict[str, Any] | None = None) -> None:
+        if document.get("kind") == models.SWEEP_KIND:
+            self.store.add_sweep(document)
+            self.sweeps += 1
+            return
+        try:
+            record = records.record(document, source, race_json)
+        except records.NotRecordable as error:
+            self.console.print(f"[dim]skipped: {escape(str(error))}[/]")
+            self.skipped += 1
+            return
+        if self.store.add(record):
+            self.added += 1
+        else:
+            self.known += 1
+
+    def __str__(self) -> str:
+        return (f"{self.added} race(s) recorded, {self.known} recorded before, {self.skipped} skipped, "
+                f"{self.sweeps} sweep(s)")
+
+
+@history_command.command("pull")
+@click.argument("url")
+@click.option("--ca-file", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="The CA that signed the store's certificate (default: the system's).")
+@click.pass_obj
+def pull_command(store: LocalStore, url: str, ca_file: str | None) -> None:
+    """Record the races and sweeps of an Elasticsearch results store (the operator's resultsStore)
+    in this history, so that `list`, `show` and `check` see them. Credentials: ES_USERNAME, and
+    ES_PASSWORD or ES_PASSWORD_FILE. Races recorded before are left as they are."""
+    username, password = credentials.from_env()
+    remote = ElasticsearchStore(Client(url, username, password, ca_file))
+    console = rendering.console()
+    tally = _Tally(store, console)
+    try:
+        for document, race_json in remote.races():
+            tally.take(document, url, race_json)
+        for sweep in remote.sweeps():
+            tally.take(sweep, url)
+    except StoreUnavailable as error:
+        raise click.ClickException(str(error)) from error
+    console.print(f"{tally} from {escape(url)}; history: {escape(str(store.path))}", highlight=False)
 
 
 @history_command.command("list")

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+from esbench.esclient import Client
 
 
 @dataclass(frozen=True)
@@ -18,9 +22,11 @@ class Settings:
     # The Rally container's resources when an Experiment sets no rally.resources (the chart's
     # operator.rallyResources); none outside the chart.
     rally_resources: dict[str, Any] | None = None
+    # Where every succeeded Experiment is recorded (the chart's resultsStore); none: not recorded.
+    results_store: Client | None = None
 
     @classmethod
-    def from_env(cls, env: dict[str, str] | None = None) -> Settings:
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if env is None else env
         return cls(
             rally_image=env.get("ESBENCH_RALLY_IMAGE", "esbench/esbench:0.1.0"),
@@ -33,4 +39,17 @@ class Settings:
             # to pull the image, since the runner counts raceTimeoutSeconds from its own start.
             job_deadline_grace_seconds=int(env.get("ESBENCH_JOB_DEADLINE_GRACE_SECONDS", "120")),
             rally_resources=json.loads(env.get("ESBENCH_RALLY_RESOURCES") or "null"),
+            results_store=_results_store(env),
         )
+
+
+def _results_store(env: Mapping[str, str]) -> Client | None:
+    """The store's URL and user from the environment, its password and CA from the files the
+    chart mounts from Secrets (never from an environment variable)."""
+    url = env.get("ESBENCH_RESULTS_STORE_URL")
+    if not url:
+        return None
+    password_file = env.get("ESBENCH_RESULTS_STORE_PASSWORD_FILE")
+    return Client(url, username=env.get("ESBENCH_RESULTS_STORE_USERNAME") or None,
+                  password=Path(password_file).read_text().strip() if password_file else None,
+                  ca_file=env.get("ESBENCH_RESULTS_STORE_CA_FILE") or None)

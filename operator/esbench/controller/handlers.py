@@ -21,8 +21,10 @@ from esbench.controller.config import Settings
 from esbench.controller.kube import ECK_GROUP, ECK_PLURAL, ECK_VERSION, BoundedApiClient, Gone, Kube
 from esbench.controller.lifecycle import Reconciler, RetryLater, race_ended
 from esbench.controller.manifests import EXPERIMENT_LABEL, SWEEP_LABEL
+from esbench.controller.recording import recorded
 from esbench.controller.sweeps import SweepReconciler
 from esbench.controller.wakeups import Schedule, next_look
+from esbench.history.esstore import StoreUnavailable
 
 SETTINGS = Settings.from_env()
 
@@ -82,7 +84,7 @@ async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
     kube = Kube(_api_client())
     _reconciler = Reconciler(kube, SETTINGS, kube.post_event)
-    _sweep_reconciler = SweepReconciler(kube, kube.post_event)
+    _sweep_reconciler = SweepReconciler(kube, kube.post_event, _reconciler.store)
     asyncio.get_running_loop().create_task(_resync_forever())
     # What exists by now (modules, pydantic's schemas, kopf's and the client's machinery) lives as
     # long as the process: kept out of the collector's full passes, which stop every thread and
@@ -101,6 +103,10 @@ def _reconcile(namespace: str, name: str, job: dict[str, Any] | None = None,
         _experiments.look_soon(key)
     except Gone:  # deleted meanwhile: its children go with it (owner references)
         logger.info("%s/%s was deleted while it was reconciled", namespace, name)
+    except StoreUnavailable as error:  # said on the Experiment; tried again, backing off
+        if _experiments.failed(key, f"recording {namespace}/{name}", error):
+            logger.warning("%s/%s: not recorded yet: %s", namespace, name, error)
+        return
     except Exception as error:
         if _experiments.failed(key, f"{namespace}/{name}", error):
             raise  # logged with its traceback by kopf or by the resync loop
@@ -120,6 +126,10 @@ def _reconcile_sweep(namespace: str, name: str) -> None:
         _sweep_reconciler.reconcile(namespace, name)
     except Gone:
         logger.info("sweep %s/%s was deleted while it was reconciled", namespace, name)
+    except StoreUnavailable as error:
+        if _sweeps.failed(key, f"recording sweep {namespace}/{name}", error):
+            logger.warning("sweep %s/%s: not recorded yet: %s", namespace, name, error)
+        return
     except Exception as error:
         if _sweeps.failed(key, f"sweep {namespace}/{name}", error):
             raise
@@ -195,7 +205,8 @@ def sweep_event(type: str | None, body: kopf.Body, namespace: str, name: str, **
     if type == "DELETED":
         _sweeps.forget(key)
         return
-    if body.get("status", {}).get("phase") in [p.value for p in models.SWEEP_TERMINAL_PHASES]:
+    if body.get("status", {}).get("phase") in [p.value for p in models.SWEEP_TERMINAL_PHASES] and (
+            _reconciler is None or _reconciler.store is None or recorded(body)):
         _sweeps.untrack(key)
         return
     _sweeps.track(key, 0)

@@ -222,6 +222,9 @@ class Kube:
                 return None
             raise
 
+    def get_configmap(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return _absent_as_none(lambda: _json(self.core.read_namespaced_config_map, name, namespace))
+
     def create_configmap(self, manifest: dict[str, Any]) -> bool:
         """Whether it was created now (False: one of that name existed already)."""
         return _create("ConfigMap", manifest, lambda: _unparsed(self.core.create_namespaced_config_map,

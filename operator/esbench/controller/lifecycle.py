@@ -34,7 +34,10 @@ from esbench.api.reasons import Reason
 from esbench.controller import manifests, names, platform, readiness, status
 from esbench.controller.config import Settings
 from esbench.controller.kube import KindNotServed, Kube, Rejected
+from esbench.controller.recording import record_in_store, recorded
 from esbench.controller.status import BENCHMARK_COMPLETE, CLUSTER_READY
+from esbench.history import records
+from esbench.history.esstore import ElasticsearchStore
 
 # (experiment body, event type "Normal"/"Warning", reason, message)
 EventSink = Callable[[dict[str, Any], str, str, str], None]
@@ -75,6 +78,7 @@ class Reconciler:
         self.locks = KeyedLocks()
         # Reads that a step needs but need not wait for one by one (the environment of a race).
         self.side_reads = ThreadPoolExecutor(settings.max_workers, thread_name_prefix="side-read")
+        self.store = ElasticsearchStore(settings.results_store) if settings.results_store else None
 
     def reconcile(self, namespace: str, name: str, job: dict[str, Any] | None = None,
                   cluster: dict[str, Any] | None = None) -> dict[str, Any] | None:
@@ -107,6 +111,7 @@ class Reconciler:
                 # Again after every restart: a crash between the final status and the cleanup
                 # must not leave a cluster behind. Idempotent.
                 self._release_cluster(body, experiment, phase == Phase.SUCCEEDED)
+                body = self._record(body)
                 self._expire(body)
                 return body
             if phase in (None, Phase.PENDING):
@@ -359,7 +364,7 @@ class Reconciler:
             # Last: an Event that cannot be posted must not skip the cleanup, and whoever sees it
             # knows the cleanup has been decided (one that failed now is tried again by the resync).
             self.emit(body, "Normal" if succeeded else "Warning", reason, message)
-        return updated
+        return self._record(updated)
 
     def _release_cluster(self, body: dict[str, Any], experiment: manifests.Experiment, succeeded: bool,
                          just_finished: bool = False) -> None:
@@ -378,6 +383,28 @@ class Reconciler:
             uid = es["metadata"]["uid"]
         if delete_cluster(self.kube, self.emit, body, experiment.cluster, uid):
             self.emit(body, "Normal", Reason.CLUSTER_DELETED, f"Deleted Elasticsearch cluster {experiment.cluster}")
+
+    def _record(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Writes a finished Experiment to the results store, if there is one and it has not been
+        written yet. Also at every restart: a crash between the final status and the write, or a
+        store added later, loses nothing. Returns the Experiment as left; raises StoreUnavailable."""
+        state = body.get("status") or {}
+        if self.store is None or recorded(body):
+            return body
+        configmap = state.get("raceJsonConfigMap")
+        try:
+            record = records.record(manifests.as_recorded(body),
+                                    race_json=self._race_json(body, configmap) if configmap else None)
+        except records.NotRecordable:  # failed, or a sweep's warm-up run: no point of any series
+            return body
+        store = self.store
+        return record_in_store(
+            body, lambda: store.add(record), f"as race {record.race_id} (series {record.configuration})", self.emit,
+            lambda condition: self._update(body, Phase(state["phase"]), state["reason"], state["message"], {}, condition))
+
+    def _race_json(self, body: dict[str, Any], configmap: str) -> dict[str, Any] | None:
+        found = self.kube.get_configmap(body["metadata"]["namespace"], configmap)
+        return manifests.race_json_of(found) if found else None
 
     def _expire(self, body: dict[str, Any]) -> None:
         ttl = lifecycle_setting(body["spec"], "ttlSecondsAfterFinished")

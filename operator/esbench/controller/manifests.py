@@ -359,6 +359,25 @@ def race_json_configmap(experiment: Experiment, race_json: dict[str, Any]) -> di
     return manifest
 
 
+# What the history keeps of an object's metadata (not kopf's annotations or managedFields).
+RECORDED_METADATA = ("name", "namespace", "uid", "labels", "creationTimestamp", "generation")
+
+
+def as_recorded(body: dict[str, Any]) -> dict[str, Any]:
+    """An Experiment or sweep as the results store keeps it: kind, identity, spec and status."""
+    metadata = {key: body["metadata"][key] for key in RECORDED_METADATA if key in body["metadata"]}
+    return {"apiVersion": body.get("apiVersion"), "kind": body.get("kind"), "metadata": metadata,
+            "spec": body.get("spec"), "status": body.get("status") or {}}
+
+
+def race_json_of(configmap: dict[str, Any]) -> dict[str, Any] | None:
+    """The race.json a ConfigMap of race_json_configmap holds."""
+    if "race.json" in (configmap.get("data") or {}):
+        return json.loads(configmap["data"]["race.json"])
+    packed = (configmap.get("binaryData") or {}).get("race.json.gz")
+    return json.loads(gzip.decompress(base64.b64decode(packed))) if packed else None
+
+
 def sweep_run_manifest(sweep: Sweep, cell_id: str, cell_label: str, cell_spec: dict[str, Any], repetition: int,
                        attempt: int, shared_cluster: str | None) -> dict[str, Any]:
     """One run of a sweep's cell: an Experiment owned by the sweep.

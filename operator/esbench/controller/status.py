@@ -11,6 +11,7 @@ from esbench.api.race_report import MARKER
 
 CLUSTER_READY = "ClusterReady"
 BENCHMARK_COMPLETE = "BenchmarkComplete"
+RECORDED = "Recorded"
 
 # Anything credential-shaped is cut from text we copy out of a pod log.
 _SECRET_PATTERNS = [

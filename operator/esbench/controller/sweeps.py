@@ -38,12 +38,15 @@ from esbench.api.reasons import Reason
 from esbench.controller import grid, manifests, status, sweepstate
 from esbench.controller.kube import KindNotServed, Kube, Rejected
 from esbench.controller.lifecycle import ECK_NOT_INSTALLED, EventSink, KeyedLocks, delete_cluster
+from esbench.controller.recording import record_in_store, recorded
+from esbench.history.esstore import ElasticsearchStore
 
 
 class SweepReconciler:
-    def __init__(self, kube: Kube, emit: EventSink):
+    def __init__(self, kube: Kube, emit: EventSink, store: ElasticsearchStore | None = None):
         self.kube = kube
         self.emit = emit
+        self.store = store
         self.locks = KeyedLocks()
         self._comparisons: dict[str, tuple[tuple[str, ...], list[stats.Row], list[dict[str, Any]]]] = {}
 
@@ -54,6 +57,7 @@ class SweepReconciler:
                 return
             current = body.get("status") or {}
             if current.get("phase") in SWEEP_TERMINAL_PHASES:
+                self._record(body)  # again after a restart, or while the store is down
                 return
             try:
                 sweep = manifests.Sweep.from_body(body)
@@ -112,11 +116,21 @@ class SweepReconciler:
                 report.fields.update(phase=SweepPhase.FAILED.value, completionTime=status.now())
                 report.complete = True
             report.conditions[-1] = (sweepstate.COMPLETE, give_up, *not_started)
-        self._patch(body, report.fields, *report.conditions)
+        patched = self._patch(body, report.fields, *report.conditions)
         if report.complete:
             self._comparisons.pop(sweep.uid)
             self.emit(body, "Warning" if report.fields["phase"] == SweepPhase.FAILED else "Normal",
                       report.fields["reason"], report.fields["message"])
+            self._record(patched)
+
+    def _record(self, body: dict[str, Any]) -> None:
+        """The finished sweep (its comparison, gates and runs) in the results store, once; raises
+        StoreUnavailable."""
+        if self.store is not None and not recorded(body):
+            store = self.store
+            record_in_store(body, lambda: store.add_sweep(manifests.as_recorded(body)),
+                            f"as sweep {body['metadata']['uid']}", self.emit,
+                            lambda condition: self._patch(body, {}, condition))
 
     # --- steps ---
 
@@ -146,7 +160,9 @@ class SweepReconciler:
         if es is not None and _owned_by(es, sweep):
             delete_cluster(self.kube, self.emit, body, cluster, es["metadata"]["uid"])
 
-    def _patch(self, body: dict[str, Any], fields: dict[str, Any], *conditions: tuple[str, bool, str, str]) -> None:
+    def _patch(self, body: dict[str, Any], fields: dict[str, Any],
+               *conditions: tuple[str, bool, str, str]) -> dict[str, Any]:
+        """Returns the sweep as patched."""
         current = body.get("status") or {}
         generation = body["metadata"].get("generation")
         merged = current.get("conditions")
@@ -154,9 +170,9 @@ class SweepReconciler:
         for type_, ok, reason, message in conditions:
             merged = status.with_condition(merged, type_, ok, reason, message, now, generation)
         patch = status.checked(SweepStatus, {**fields, "observedGeneration": generation, "conditions": merged})
-        if all(current.get(k) == v for k, v in patch.items()):
-            return  # nothing new: no write, no event storm from our own updates
-        self.kube.patch_sweep_status(body["metadata"]["namespace"], body["metadata"]["name"], patch)
+        if not all(current.get(k) == v for k, v in patch.items()):  # else no write, no event storm from our own updates
+            self.kube.patch_sweep_status(body["metadata"]["namespace"], body["metadata"]["name"], patch)
+        return {**body, "status": {**current, **patch}}
 
 
 @functools.lru_cache(maxsize=64)

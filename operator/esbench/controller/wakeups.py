@@ -33,7 +33,7 @@ logger = logging.getLogger(__name__)
 
 def next_look(body: dict[str, Any], resync_seconds: float) -> float | None:
     """How long the Experiment can go without a look that no watch event would bring; None if it
-    needs none (finished, with no TTL to keep).
+    needs none (finished, with no TTL to keep and nothing left to record).
 
     Waiting for its own cluster or for its Job, their watch events bring the operator back: it
     needs a look at its deadline (clusterReadyTimeoutSeconds from its creation; a race's deadline
@@ -43,8 +43,9 @@ def next_look(body: dict[str, Any], resync_seconds: float) -> float | None:
     would be 2,000 reads per resync, nearly all of them for nothing.)"""
     phase = (body.get("status") or {}).get("phase")
     if phase in [p.value for p in TERMINAL_PHASES]:
+        recorded = status.condition(body["status"], status.RECORDED)
         ttl = lifecycle_setting(body.get("spec") or {}, "ttlSecondsAfterFinished")
-        return None if ttl is None else resync_seconds
+        return None if ttl is None and not (recorded and recorded["status"] == "False") else resync_seconds
     watched = WATCHED_WAIT_RESYNCS * resync_seconds
     if phase == Phase.BENCHMARKING:
         return watched

@@ -1,0 +1,174 @@
+"""Every succeeded Experiment recorded in the results store, which outlives it.
+
+Real: the store (an Elasticsearch node over HTTPS with a user and a private CA, as the runner
+tests start them), the operator process with the chart's RBAC for a configured resultsStore, and
+what the earlier tests of this directory use (API server, controllers). The Rally pod's log is
+stood in for as in test_experiment_lifecycle.py: the runner's real report of a real race.json.
+"""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from esbench.api import models
+from esbench.api.race_report import RaceReport
+from esbench.api.reasons import Reason
+from esbench.controller import status as experiment_status
+from esbench.controller.recording import recorded
+from esbench.controller.status import RECORDED
+from esbench.history import rallyresults, records
+from esbench.history.esstore import RACES_INDEX, SWEEPS_INDEX
+from esbench.runner.results import summarize
+from tests.support.elasticsearch import LATEST
+from tests.support.experiments import condition, events, get_experiment, run_to_benchmarking, runner_log
+from tests.support.helm import operator_access
+from tests.support.operator_process import OperatorProcess
+from tests.support.sweeps import CODECS, Driver, create_sweep, get_sweep
+from tests.support.waiting import wait_for
+
+
+@pytest.fixture
+def store(clusters):
+    return clusters.get(LATEST, secure=True)  # emptied for each test
+
+
+@pytest.fixture(scope="module")
+def store_access(control_plane, helm):
+    """What the chart grants an operator with a results store (get on ConfigMaps besides)."""
+    values = {"resultsStore": {"url": "https://results.example:9200"}}
+    namespace = control_plane.create_namespace("esbench-store-")
+    with operator_access(helm, control_plane, namespace, release="esbench-store", values=values) as kubeconfig:
+        yield kubeconfig
+
+
+class Operators:
+    """Operator processes writing to the store at a given URL; each one's log is checked at the end."""
+
+    def __init__(self, kubeconfig, store, tmp_path):
+        self.kubeconfig, self.store, self.tmp_path = kubeconfig, store, tmp_path
+        (tmp_path / "password").write_text(store.password + "\n")  # as a Secret's file
+        self.started: list[OperatorProcess] = []
+
+    def start(self, url: str) -> OperatorProcess:
+        operator = OperatorProcess(
+            self.kubeconfig, self.tmp_path / f"operator-{len(self.started)}.log",
+            ESBENCH_JOB_DEADLINE_GRACE_SECONDS="5", ESBENCH_RESULTS_STORE_URL=url,
+            ESBENCH_RESULTS_STORE_USERNAME=self.store.username,
+            ESBENCH_RESULTS_STORE_PASSWORD_FILE=str(self.tmp_path / "password"),
+            ESBENCH_RESULTS_STORE_CA_FILE=self.store.ca_file)
+        self.started.append(operator.start())
+        return operator
+
+    def stop(self) -> None:
+        for operator in self.started:
+            operator.stop()
+            log = operator.log_path.read_text(errors="replace")
+            print(f"{operator.log_path.name} (last lines):\n" + "\n".join(log.splitlines()[-100:]))
+            assert "failed with an exception" not in log and "resync of" not in log, log
+            assert self.store.password not in log
+
+
+@pytest.fixture
+def operators(store_access, store, tmp_path):
+    started = Operators(store_access, store, tmp_path)
+    yield started
+    started.stop()
+
+
+def finish_race(apis, eck, standin_kubelet, namespace: str, name: str, race_json: dict) -> dict:
+    created = run_to_benchmarking(apis, eck, namespace, name, lifecycle={"ttlSecondsAfterFinished": 0})
+    standin_kubelet.finish_job_pod(namespace, f"{name}-rally", runner_log(
+        RaceReport(succeeded=True, results=summarize(race_json), race_json=race_json)), exit_code=0)
+    return created
+
+
+def gone(apis, namespace: str, name: str) -> bool:
+    return name not in [e["metadata"]["name"] for e in apis.custom.list_namespaced_custom_object(
+        models.GROUP, models.VERSION, namespace, models.PLURAL)["items"]]
+
+
+def stored_race(store, race_id: str) -> dict:
+    return store.client.get(f"{RACES_INDEX}/_doc/{race_id}")["_source"]
+
+
+def test_a_succeeded_experiment_is_recorded_with_rallys_results_documents_before_its_ttl_deletes_it(
+        apis, eck, standin_kubelet, namespace, operators, store, race_json):
+    operators.start(store.url)
+    created = finish_race(apis, eck, standin_kubelet, namespace, "kept", race_json)
+    # Recorded, then deleted by its TTL (0 s): the store is where its results live on.
+    wait_for(lambda: gone(apis, namespace, "kept"), timeout=60, what="the TTL deletion once recorded")
+    assert ("Normal", Reason.RECORDED) in events(apis, namespace, "kept")
+
+    race_id = created["metadata"]["uid"]
+    race = stored_race(store, race_id)
+    assert (race["namespace"], race["experiment"], race["track"]) == (namespace, "kept", "smoke")
+    assert race["configuration"] == records.configuration_id(race["document"]["spec"])
+    assert race["document"]["status"]["phase"] == "Succeeded" and race["document"]["status"]["raceId"] == race_id
+    assert race["race-json"] == race_json  # read back from the Experiment's ConfigMap
+    points = {(p["subject"], p["metric"]): p["value"] for p in race["points"]}
+    assert points[("index-append", "throughput.median")] > 0
+
+    # Rally's own documents, as Rally's results store would hold them, each naming its Experiment.
+    found = store.client.get(f"{rallyresults.index_name(race_json)}/_search?size=1000")["hits"]["hits"]
+    expected = rallyresults.documents(race_json)
+    assert len(found) == len(expected) > 10
+    by_id = {hit["_id"]: hit["_source"] for hit in found}
+    for n, document in enumerate(expected):
+        stored = by_id[f"{race_id}-{n}"]
+        assert stored.pop("esbench") == {"namespace": namespace, "experiment": "kept",
+                                         "configuration": race["configuration"], "sweep": None, "cell": None,
+                                         "repetition": None}
+        assert stored == document
+    # Rally's mapping: a keyword to aggregate on, and its race timestamp as a date.
+    mapping = store.client.get(f"{rallyresults.index_name(race_json)}/_mapping")
+    fields = next(iter(mapping.values()))["mappings"]["properties"]
+    assert fields["track"]["type"] == "keyword" and fields["race-timestamp"]["type"] == "date"
+
+
+def test_a_store_that_is_down_holds_the_ttl_and_an_operator_killed_before_the_write_loses_nothing(
+        apis, eck, standin_kubelet, namespace, operators, store, race_json):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        down = f"https://127.0.0.1:{s.getsockname()[1]}"  # closed again: nothing listens there
+    first = operators.start(down)
+    created = finish_race(apis, eck, standin_kubelet, namespace, "later", race_json)
+
+    def refused() -> dict | None:
+        experiment = get_experiment(apis, namespace, "later")
+        recorded = experiment_status.condition(experiment.get("status") or {}, RECORDED)
+        return experiment if recorded and recorded["reason"] == Reason.STORE_UNAVAILABLE else None
+
+    experiment = wait_for(refused, timeout=60, what="the Recorded condition to say the store is down")
+    assert experiment["status"]["phase"] == "Succeeded" and condition(experiment, RECORDED)["status"] == "False"
+    assert "cannot be reached" in condition(experiment, RECORDED)["message"]
+    assert ("Warning", Reason.STORE_UNAVAILABLE) in events(apis, namespace, "later")
+    # Tried again (the backoff's first step is one resync), its TTL long past: still there.
+    wait_for(lambda: "2 in a row" in first.log_path.read_text(), timeout=30, what="a second attempt to record it")
+    assert not gone(apis, namespace, "later")
+
+    first.kill()  # between the result and its recording
+    operators.start(store.url)
+    wait_for(lambda: gone(apis, namespace, "later"), timeout=60, what="the TTL deletion once recorded")
+    assert stored_race(store, created["metadata"]["uid"])["experiment"] == "later"
+
+
+def test_a_finished_sweep_and_each_run_but_its_warm_up_are_recorded(
+        apis, eck, standin_kubelet, namespace, operators, store, race_json):
+    operators.start(store.url)
+    created = create_sweep(apis, namespace, "codec", matrix=CODECS, repetitions=1, warmupRuns=1)
+    driver = Driver(apis, eck, standin_kubelet, namespace, race_json, "codec")
+    for throughput in (100.0, 1000.0, 800.0):  # the warm-up, then c0 and c1
+        driver.finish(driver.next_benchmarking(), throughput)
+    driver.wait_done()
+    sweep = wait_for(lambda: (s := get_sweep(apis, namespace, "codec")) and recorded(s) and s, timeout=30,
+                     what="the sweep's Recorded condition")
+
+    uid = created["metadata"]["uid"]
+    stored = store.client.get(f"{SWEEPS_INDEX}/_doc/{uid}")["_source"]
+    assert (stored["sweep"], stored["namespace"], stored["phase"]) == ("codec", namespace, "Succeeded")
+    assert stored["document"]["status"]["comparison"] == sweep["status"]["comparison"]
+    races = store.client.get(f"{RACES_INDEX}/_search?size=10&q=sweep:codec")["hits"]["hits"]
+    assert sorted((race["_source"]["cell"], race["_source"]["repetition"]) for race in races) == [("c0", 1), ("c1", 1)]
+    assert len({race["_source"]["configuration"] for race in races}) == 2  # a series per cell
