@@ -30,8 +30,10 @@ NETWORK_POLICIES = {"watchNamespaces": WATCHED, "networkPolicy": {"enabled": Tru
 OPERATOR_NEEDS = [
     ("esbench.io", "experiments", "", ["get", "list", "watch", "patch", "delete", "create"]),
     ("esbench.io", "experiments", "status", ["patch"]),
-    ("esbench.io", "experimentsweeps", "", ["get", "list", "watch", "patch"]),
+    ("esbench.io", "experimentsweeps", "", ["get", "list", "watch", "patch", "create", "delete"]),
     ("esbench.io", "experimentsweeps", "status", ["patch"]),
+    ("esbench.io", "experimentschedules", "", ["get", "list", "watch", "patch"]),
+    ("esbench.io", "experimentschedules", "status", ["patch"]),
     ("elasticsearch.k8s.elastic.co", "elasticsearches", "", ["create", "get", "list", "watch", "delete"]),
     ("batch", "jobs", "", ["create", "get", "list", "watch"]),
     ("", "pods", "", ["list"]),
@@ -48,6 +50,7 @@ KOPF_NAMESPACE_NEEDS = [("", "namespaces", "", ["list", "watch"])]
 CLUSTER_WIDE_WATCHES = [
     ("esbench.io", "experiments", "", ["list", "watch"]),
     ("esbench.io", "experimentsweeps", "", ["list", "watch"]),
+    ("esbench.io", "experimentschedules", "", ["list", "watch"]),
     ("elasticsearch.k8s.elastic.co", "elasticsearches", "", ["list", "watch"]),
     ("batch", "jobs", "", ["list", "watch"]),
 ]
@@ -433,7 +436,7 @@ def test_admission_policy_lets_a_user_hand_the_rally_pod_only_what_they_could_re
         result = create(body, user)
         assert result.returncode == 0, result.stderr
 
-    esbench_objects = [{"apiGroups": ["esbench.io"], "resources": ["experiments", "experimentsweeps"],
+    esbench_objects = [{"apiGroups": ["esbench.io"], "resources": ["experiments", "experimentsweeps", "experimentschedules"],
                         "verbs": ["create", "get", "update", "patch"]}]
     grant("experimenter", esbench_objects)
     grant("operator", esbench_objects, user=operator_account)
@@ -486,6 +489,22 @@ def test_admission_policy_lets_a_user_hand_the_rally_pod_only_what_they_could_re
         assert "you may not get Secret other-credentials" in refused(sweep)
         run = experiment("sweep-c0-r1-a1", target=sweep["spec"]["template"]["target"])
         admitted(run, user=operator_account)
+
+        # A schedule by what each tick creates, when it is made and whenever its spec changes.
+        def schedule(name: str, **what) -> dict:
+            return {"apiVersion": "esbench.io/v1alpha1", "kind": "ExperimentSchedule", "metadata": {"name": name},
+                    "spec": {"schedule": "0 2 * * *", **what}}
+
+        other_secret = {"target": sweep["spec"]["template"]["target"], "workload": {"track": "smoke"}}
+        assert "you may not get Secret other-credentials" in refused(schedule("nightly", experiment=other_secret))
+        assert "you may not get Secret other-credentials" in refused(schedule("nightly-sweep", sweep=sweep["spec"]))
+        kept = schedule("kept", experiment={**OWN_CLUSTER, "workload": {"track": "smoke"}})
+        made = kubectl("create", "-n", namespace, "--as=alice", "-f", "-", stdin=json.dumps(kept))
+        assert made.returncode == 0, made.stderr
+        changed = kubectl("patch", "experimentschedule", "kept", "-n", namespace, "--as=alice", "--type=merge",
+                          "--dry-run=server", "-p", json.dumps({"spec": {"experiment": {
+                              "elasticsearch": None, "target": other_secret["target"]}}}))
+        assert changed.returncode != 0 and "you may not get Secret other-credentials" in changed.stderr, changed
 
     finally:
         for obj in policy:

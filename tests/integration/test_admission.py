@@ -231,3 +231,6 @@ def test_every_example_is_accepted(custom, namespace, repo_root):
         for document in yaml.safe_load_all(path.read_text()):
             if document and document.get("kind") == models.KIND:
                 create(custom, namespace, document, dry_run="All")
+            elif document and document.get("kind") == models.SCHEDULE_KIND:
+                custom.create_namespaced_custom_object(models.GROUP, models.VERSION, namespace, models.SCHEDULE_PLURAL,
+                                                       document, dry_run="All")

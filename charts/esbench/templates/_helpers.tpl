@@ -115,11 +115,22 @@ Roles. Deliberately nothing on Secrets: the Rally pod gets ECK's credentials by 
 - apiGroups: [esbench.io]
   resources: [experiments]
   verbs: [create]
-# Children carry an ownerReference to their Experiment or sweep with blockOwnerDeletion: true;
-# where the OwnerReferencesPermissionEnforcement admission plugin is on (e.g. OpenShift),
-# setting it requires update on the owner's finalizers. It grants no other access.
+# ExperimentSchedules: read and watch them, write their status; each tick creates an Experiment
+# or a sweep, and runs beyond the history limits (or replaced) are deleted.
 - apiGroups: [esbench.io]
-  resources: [experiments/finalizers, experimentsweeps/finalizers]
+  resources: [experimentschedules]
+  verbs: [get, list, watch, patch]
+- apiGroups: [esbench.io]
+  resources: [experimentschedules/status]
+  verbs: [patch]
+- apiGroups: [esbench.io]
+  resources: [experimentsweeps]
+  verbs: [create, delete]
+# Children carry an ownerReference to their Experiment, sweep or schedule with
+# blockOwnerDeletion: true; where the OwnerReferencesPermissionEnforcement admission plugin is on
+# (e.g. OpenShift), setting it requires update on the owner's finalizers. It grants no other access.
+- apiGroups: [esbench.io]
+  resources: [experiments/finalizers, experimentsweeps/finalizers, experimentschedules/finalizers]
   verbs: [update]
 # The ECK cluster of each Experiment, and the clusters a sweep shares between its runs.
 - apiGroups: [elasticsearch.k8s.elastic.co]

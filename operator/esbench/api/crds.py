@@ -31,10 +31,11 @@ def _column(name: str, type_: str, path: str, priority: int = 0, description: st
 
 
 def _crd(kind: str, plural: str, short_name: str, spec: type[BaseModel], status: type[BaseModel],
-         columns: list[dict[str, Any]], name_rules: dict[str, Any], immutable: str) -> dict[str, Any]:
+         columns: list[dict[str, Any]], name_rules: dict[str, Any], immutable: str | None) -> dict[str, Any]:
     spec_schema = openapi.schema(spec)
-    spec_schema["x-kubernetes-validations"] = [
-        {"rule": "self == oldSelf", "message": immutable}, *spec_schema.get("x-kubernetes-validations", [])]
+    if immutable:
+        spec_schema["x-kubernetes-validations"] = [
+            {"rule": "self == oldSelf", "message": immutable}, *spec_schema.get("x-kubernetes-validations", [])]
     root = {
         "type": "object",
         "required": ["spec"],
@@ -109,6 +110,24 @@ def sweep() -> dict[str, Any]:
     )
 
 
+@functools.cache
+def schedule() -> dict[str, Any]:
+    # Its spec may change (suspend it, move its time), as a CronJob's: each run keeps the spec it got.
+    return _crd(
+        models.SCHEDULE_KIND, models.SCHEDULE_PLURAL, "esxcron", models.ScheduleSpec, models.ScheduleStatus,
+        [
+            _column("Schedule", "string", ".spec.schedule"),
+            _column("Suspend", "boolean", ".spec.suspend"),
+            _column("Active", "integer", ".status.activeCount"),
+            _column("Last Schedule", "date", ".status.lastScheduleTime"),
+            _column("Age", "date", ".metadata.creationTimestamp"),
+            _column("Reason", "string", ".status.reason", priority=1),
+        ],
+        models.SCHEDULE_NAME_RULES,
+        None,
+    )
+
+
 def experiment_schema() -> dict[str, Any]:
     """The openAPIV3Schema an Experiment is admitted with."""
     return experiment()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
@@ -120,7 +139,8 @@ def sweep_schema() -> dict[str, Any]:
 
 
 # File names in crds/ and the chart's crds/: GROUP_PLURAL.yaml, as controller-gen names them.
-FILES = {f"{models.GROUP}_{models.PLURAL}.yaml": experiment, f"{models.GROUP}_{models.SWEEP_PLURAL}.yaml": sweep}
+FILES = {f"{models.GROUP}_{models.PLURAL}.yaml": experiment, f"{models.GROUP}_{models.SWEEP_PLURAL}.yaml": sweep,
+         f"{models.GROUP}_{models.SCHEDULE_PLURAL}.yaml": schedule}
 
 
 def render(crd: dict[str, Any]) -> str:

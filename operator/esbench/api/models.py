@@ -1118,3 +1118,65 @@ class SweepStatus(Model):
                           "statistics as the comparison.")
     gates: Records | None = None
     conditions: Conditions | None = None
+
+
+# --- ExperimentSchedule ---------------------------------------------------------------
+
+SCHEDULE_KIND = "ExperimentSchedule"
+SCHEDULE_PLURAL = "experimentschedules"
+SCHEDULE_LABEL = "esbench.io/schedule"
+# The five fields of cron or one of its macros; croniter checks the values when the operator reads it.
+CRON = r"^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|\S+(\s+\S+){4})$"
+
+
+class ConcurrencyPolicy(str, Enum):
+    """What a tick does while an earlier run of the schedule is unfinished (CronJob's policies)."""
+
+    FORBID = "Forbid"
+    ALLOW = "Allow"
+    REPLACE = "Replace"
+
+
+class ScheduleSpec(Model):
+    model_config = ConfigDict(json_schema_extra=rules(
+        ("has(self.experiment) != has(self.sweep)", "set exactly one of experiment and sweep: what each tick creates")))
+
+    schedule: str = Field(pattern=CRON, description="When, in cron syntax (five fields, in UTC), as a CronJob's.")
+    suspend: bool = Field(False, description="No new run while true; runs under way go on.")
+    concurrency_policy: ConcurrencyPolicy = Field(
+        ConcurrencyPolicy.FORBID,
+        description="While an earlier run is unfinished, a tick waits for it (Forbid: two benchmarks at once would "
+                    "measure each other), starts beside it (Allow), or deletes it first (Replace).")
+    starting_deadline_seconds: int | None = Field(
+        None, ge=10, description="A tick not started within this many seconds (the operator down, Forbid waiting) "
+                                 "is missed rather than started late. Unset: started however late.")
+    successful_runs_history_limit: int = Field(
+        3, ge=0, le=100, description="Succeeded runs kept as objects, the newest; older ones are deleted once the "
+                                     "results store holds them (the store keeps every result).")
+    failed_runs_history_limit: int = Field(1, ge=0, le=100, description="Failed runs kept as objects, the newest.")
+    experiment: ExperimentSpec | None = Field(None, description="The Experiment each tick creates.")
+    sweep: SweepSpec | None = Field(None, description="The ExperimentSweep each tick creates.")
+
+
+SCHEDULE_NAME_RULES = rules(
+    # Each tick's run is NAME-<minutes since the epoch> (8 digits, as a CronJob names its Jobs) and
+    # must fit an Experiment's 36 characters or a sweep's 24.
+    ("self.metadata.name.size() <= (has(self.spec.sweep) ? 15 : 27)",
+     "metadata.name must be at most 27 characters, 15 for a sweep (each run is named NAME-<minutes since the epoch>)"),
+    ("self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",
+     "metadata.name must be a DNS-1035 label: lower-case letters, digits and '-', starting with a letter and ending "
+     "with a letter or digit (its runs are named after it)"),
+)
+
+
+class ScheduleStatus(Model):
+    reason: str | None = None
+    message: str | None = None
+    observed_generation: Int64 | None = None
+    last_schedule_time: Timestamp | None = Field(None, description="The latest tick a run was created for.")
+    last_successful_time: Timestamp | None = Field(None, description="When the latest run that succeeded ended.")
+    last_missed_time: Timestamp | None = Field(None, description="The latest tick missed (startingDeadlineSeconds).")
+    active: list[str] | None = Field(None, description="The runs under way.")
+    active_count: int | None = None
+    missed: int | None = Field(None, description="Ticks missed in all (startingDeadlineSeconds).")
+    conditions: Conditions | None = None

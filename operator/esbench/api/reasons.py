@@ -53,6 +53,11 @@ class Reason(StrEnum):
     RUNS_FAILED = "RunsFailed"
     GATES_PASSED = "GatesPassed"
     GATE_FAILED = "GateFailed"
+    # A schedule
+    SCHEDULED = "Scheduled"
+    SUSPENDED = "Suspended"
+    WAITING = "Waiting"
+    MISSED = "Missed"
 
 
 # What a runner may report as the kind of a failed race (api/race_report.py).
@@ -71,7 +76,8 @@ MEANINGS: dict[Reason, str] = {
     Reason.RUNNING: "the race runs (the BenchmarkComplete condition), or the sweep's runs go on",
     Reason.RACE_SUCCEEDED: "the race finished and its results are in status.results",
     Reason.INVALID_SPEC: "track params repeat spec.index or workload.load settings (the one rule CEL cannot check), "
-                         "or a sweep cell is not a valid Experiment: final at once, never retried",
+                         "or a sweep cell is not a valid Experiment: final at once, never retried; a schedule whose cron "
+                         "expression croniter refuses starts nothing until it is changed",
     Reason.ECK_NOT_INSTALLED: "the ECK CRDs are missing: the Experiment waits in Pending and fails after "
                               "clusterReadyTimeoutSeconds (a sweep too, from its start)",
     Reason.CLUSTER_NOT_READY: "ECK did not report the cluster Ready, green, with every node, at the current generation "
@@ -113,12 +119,17 @@ MEANINGS: dict[Reason, str] = {
                      "also an Event",
     Reason.STORE_UNAVAILABLE: "the results store could not be reached or refused the write: tried again, backing "
                               "off, while the Experiment keeps its results and its TTL waits; also a Warning Event",
-    Reason.RUN_STARTED: "Event: a sweep started a run",
+    Reason.RUN_STARTED: "Event: a sweep or a schedule started a run",
     Reason.RUN_DELETED: "a sweep's run was deleted before it finished: it counts as failed",
     Reason.REJECTED: "a sweep's run or shared cluster was refused by the API server: tried again at each resync, and "
-                     "the sweep fails once the template's clusterReadyTimeoutSeconds have passed since it started",
+                     "the sweep fails once the template's clusterReadyTimeoutSeconds have passed since it started; a "
+                     "schedule's run refused so is tried again at its next look",
     Reason.COMPLETED: "every run of the sweep succeeded",
     Reason.RUNS_FAILED: "some runs of the sweep failed after their retries; the results of the others stay",
     Reason.GATES_PASSED: "no contender is significantly worse than the baseline beyond a gate",
     Reason.GATE_FAILED: "a gate failed: a contender is significantly worse than the baseline beyond it",
+    Reason.SCHEDULED: "a schedule's ticks start runs (its Scheduling condition)",
+    Reason.SUSPENDED: "a schedule is suspended: no tick starts a run",
+    Reason.WAITING: "a schedule's tick waits: a run is under way and concurrencyPolicy is Forbid, or it is suspended",
+    Reason.MISSED: "a schedule's tick was not started within startingDeadlineSeconds (also a Warning Event)",
 }

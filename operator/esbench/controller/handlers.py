@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import kopf
@@ -20,8 +21,9 @@ from esbench.api import models
 from esbench.controller.config import Settings
 from esbench.controller.kube import ECK_GROUP, ECK_PLURAL, ECK_VERSION, BoundedApiClient, Gone, Kube
 from esbench.controller.lifecycle import Reconciler, RetryLater, race_ended
-from esbench.controller.manifests import EXPERIMENT_LABEL, SWEEP_LABEL
+from esbench.controller.manifests import EXPERIMENT_LABEL, SCHEDULE_LABEL, SWEEP_LABEL
 from esbench.controller.recording import recorded
+from esbench.controller.schedules import ScheduleReconciler
 from esbench.controller.sweeps import SweepReconciler
 from esbench.controller.wakeups import Schedule, next_look
 from esbench.history.esstore import StoreUnavailable
@@ -30,10 +32,13 @@ SETTINGS = Settings.from_env()
 
 _reconciler: Reconciler | None = None
 _sweep_reconciler: SweepReconciler | None = None
+_schedule_reconciler: ScheduleReconciler | None = None
 # Experiments that still need looks (unfinished, or waiting for their TTL), and unfinished sweeps
 # (at every resync: a sweep's own runs bring most of its news).
 _experiments = Schedule(SETTINGS.resync_seconds)
 _sweeps = Schedule(SETTINGS.resync_seconds)
+# Every schedule, at every resync: its next tick is a look no event brings.
+_schedules = Schedule(SETTINGS.resync_seconds)
 logger = logging.getLogger(__name__)
 
 
@@ -78,13 +83,14 @@ def tune(settings: kopf.OperatorSettings) -> None:
 
 @kopf.on.startup()
 async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
-    global _reconciler, _sweep_reconciler
+    global _reconciler, _sweep_reconciler, _schedule_reconciler
     tune(settings)
     # The kubelet probes liveness every few seconds; those requests are not news.
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
     kube = Kube(_api_client())
     _reconciler = Reconciler(kube, SETTINGS, kube.post_event)
     _sweep_reconciler = SweepReconciler(kube, kube.post_event, _reconciler.store)
+    _schedule_reconciler = ScheduleReconciler(kube, kube.post_event, store=_reconciler.store is not None)
     asyncio.get_running_loop().create_task(_resync_forever())
     # What exists by now (modules, pydantic's schemas, kopf's and the client's machinery) lives as
     # long as the process: kept out of the collector's full passes, which stop every thread and
@@ -121,27 +127,38 @@ def _reconcile(namespace: str, name: str, job: dict[str, Any] | None = None,
 
 def _reconcile_sweep(namespace: str, name: str) -> None:
     assert _sweep_reconciler is not None, "startup handler has not run"
+    _guarded(_sweeps, "sweep", namespace, name, _sweep_reconciler.reconcile)
+
+
+def _reconcile_schedule(namespace: str, name: str) -> None:
+    assert _schedule_reconciler is not None, "startup handler has not run"
+    _guarded(_schedules, "schedule", namespace, name, _schedule_reconciler.reconcile)
+
+
+def _guarded(schedule: Schedule, kind: str, namespace: str, name: str, reconcile: Callable[[str, str], None]) -> None:
+    """One reconcile of a sweep or a schedule; a failure is tried again by SCHEDULE's backoff."""
     key = (namespace, name)
     try:
-        _sweep_reconciler.reconcile(namespace, name)
+        reconcile(namespace, name)
     except Gone:
-        logger.info("sweep %s/%s was deleted while it was reconciled", namespace, name)
-    except StoreUnavailable as error:
-        if _sweeps.failed(key, f"recording sweep {namespace}/{name}", error):
-            logger.warning("sweep %s/%s: not recorded yet: %s", namespace, name, error)
+        logger.info("%s %s/%s was deleted while it was reconciled", kind, namespace, name)
+    except StoreUnavailable as error:  # said on the object; tried again, backing off
+        if schedule.failed(key, f"recording {kind} {namespace}/{name}", error):
+            logger.warning("%s %s/%s: not recorded yet: %s", kind, namespace, name, error)
         return
     except Exception as error:
-        if _sweeps.failed(key, f"sweep {namespace}/{name}", error):
-            raise
+        if schedule.failed(key, f"{kind} {namespace}/{name}", error):
+            raise  # logged with its traceback by kopf or by the resync loop
         return
-    _sweeps.succeeded(key)
+    schedule.succeeded(key)
 
 
 async def _resync_forever() -> None:
     while True:
         await asyncio.sleep(SETTINGS.resync_seconds)
         work = ([(_reconcile, key) for key in _experiments.due()]
-                + [(_reconcile_sweep, key) for key in _sweeps.due()])
+                + [(_reconcile_sweep, key) for key in _sweeps.due()]
+                + [(_reconcile_schedule, key) for key in _schedules.due()])
         for reconcile, (namespace, name) in work:
             try:
                 await asyncio.to_thread(reconcile, namespace, name)
@@ -218,3 +235,33 @@ def sweep_event(type: str | None, body: kopf.Body, namespace: str, name: str, **
 def sweep_run_changed(namespace: str, labels: dict[str, str], **_: Any) -> None:
     # A run's progress is the sweep's: the next run starts as soon as one finishes, or is deleted.
     _reconcile_sweep(namespace, labels[SWEEP_LABEL])
+
+
+@kopf.on.event(models.GROUP, models.VERSION, models.SCHEDULE_PLURAL)
+def schedule_event(type: str | None, namespace: str, name: str, **_: Any) -> None:
+    key = (namespace, name)
+    if type == "DELETED":  # its runs go with it (owner references)
+        _schedules.forget(key)
+        return
+    _schedules.track(key, 0)
+    # Created or listed at start. A change of its spec (suspend, the schedule) waits for the
+    # resync, as its own status patches do.
+    if type in (None, "ADDED"):
+        _reconcile_schedule(namespace, name)
+
+
+def _a_run_ended(type: str | None, body: kopf.Body, **_: Any) -> bool:
+    """A schedule hears of its runs when one ends or goes: Forbid may start a waiting tick then,
+    and the history limits may delete one."""
+    return type == "DELETED" or (body.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+@kopf.on.event(models.GROUP, models.VERSION, models.PLURAL, labels={SCHEDULE_LABEL: kopf.PRESENT}, when=_a_run_ended)
+def scheduled_experiment_changed(namespace: str, labels: dict[str, str], **_: Any) -> None:
+    _reconcile_schedule(namespace, labels[SCHEDULE_LABEL])
+
+
+@kopf.on.event(models.GROUP, models.VERSION, models.SWEEP_PLURAL, labels={SCHEDULE_LABEL: kopf.PRESENT},
+               when=_a_run_ended)
+def scheduled_sweep_changed(namespace: str, labels: dict[str, str], **_: Any) -> None:
+    _reconcile_schedule(namespace, labels[SCHEDULE_LABEL])

@@ -104,6 +104,31 @@ class Kube:
         _absent_as_gone(lambda: _unparsed(self.custom.patch_namespaced_custom_object_status, models.GROUP,
                                           models.VERSION, namespace, models.SWEEP_PLURAL, name, {"status": status}))
 
+    def create_sweep(self, manifest: dict[str, Any]) -> None:
+        _create(models.SWEEP_KIND, manifest, lambda: _unparsed(
+            self.custom.create_namespaced_custom_object, models.GROUP, models.VERSION,
+            manifest["metadata"]["namespace"], models.SWEEP_PLURAL, manifest))
+
+    def list_sweeps(self, namespace: str, label_selector: str) -> list[dict[str, Any]]:
+        return self.custom.list_namespaced_custom_object(
+            models.GROUP, models.VERSION, namespace, models.SWEEP_PLURAL, label_selector=label_selector)["items"]
+
+    def delete_sweep(self, namespace: str, name: str) -> None:
+        _absent_as_none(
+            lambda: _unparsed(self.custom.delete_namespaced_custom_object, models.GROUP, models.VERSION, namespace,
+                              models.SWEEP_PLURAL, name, propagation_policy="Background")
+        )
+
+    # --- ExperimentSchedules ---
+
+    def get_schedule(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return _absent_as_none(lambda: self.custom.get_namespaced_custom_object(
+            models.GROUP, models.VERSION, namespace, models.SCHEDULE_PLURAL, name))
+
+    def patch_schedule_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
+        _absent_as_gone(lambda: _unparsed(self.custom.patch_namespaced_custom_object_status, models.GROUP,
+                                          models.VERSION, namespace, models.SCHEDULE_PLURAL, name, {"status": status}))
+
     # --- Events ---
 
     def post_event(self, involved: dict[str, Any], type_: str, reason: str, message: str) -> None:

@@ -11,6 +11,7 @@ import copy
 import gzip
 import json
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel
@@ -20,10 +21,13 @@ from esbench.api.models import (
     CELL_LABEL,
     KIND,
     REPETITION_LABEL,
+    SCHEDULE_KIND,
+    SCHEDULE_LABEL,
     SWEEP_KIND,
     SWEEP_LABEL,
     Elasticsearch,
     ExperimentSpec,
+    ScheduleSpec,
     SecretKeyRef,
     StorageType,
     SweepSpec,
@@ -34,7 +38,9 @@ ECK_API_VERSION = "elasticsearch.k8s.elastic.co/v1"
 EXPERIMENT_LABEL = "esbench.io/experiment"
 ATTEMPT_LABEL = "esbench.io/attempt"
 # Each owner kind labels its children with its own name, so handlers can route their events.
-_OWNER_LABELS = {KIND: EXPERIMENT_LABEL, SWEEP_KIND: SWEEP_LABEL}
+_OWNER_LABELS = {KIND: EXPERIMENT_LABEL, SWEEP_KIND: SWEEP_LABEL, SCHEDULE_KIND: SCHEDULE_LABEL}
+# On a schedule's run: the tick it was created for.
+SCHEDULED_AT = "esbench.io/scheduled-at"
 RALLY_CONTAINER = "rally"
 ES_CONTAINER = "elasticsearch"  # ECK's name for the Elasticsearch container of its pods
 # Pod Security "restricted" on every version the CRD admits. ECK 3.5.0 sets seccomp, fsGroup and
@@ -112,6 +118,13 @@ class Sweep(Owner):
     spec_model = SweepSpec
 
 
+
+
+@dataclass(frozen=True)
+class Schedule(Owner):
+    spec: ScheduleSpec
+    kind = SCHEDULE_KIND
+    spec_model = ScheduleSpec
 
 
 def labels(owner: Owner, component: str) -> dict[str, str]:
@@ -393,3 +406,12 @@ def sweep_run_manifest(sweep: Sweep, cell_id: str, cell_label: str, cell_spec: d
     metadata["labels"].update({CELL_LABEL: cell_id, REPETITION_LABEL: str(repetition), ATTEMPT_LABEL: str(attempt)})
     metadata["annotations"] = {CELL_LABEL: cell_label}
     return {"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata, "spec": spec}
+
+
+def schedule_run_manifest(schedule: Schedule, stored_spec: dict[str, Any], tick: datetime) -> dict[str, Any]:
+    """The Experiment or ExperimentSweep a schedule's tick creates, with the spec as the schedule
+    holds it now (STORED_SPEC, its spec as the API server stored it)."""
+    kind, section = (SWEEP_KIND, "sweep") if schedule.spec.sweep else (KIND, "experiment")
+    metadata = _metadata(schedule, names.scheduled_run_name(schedule.name, tick.timestamp()), "run")
+    metadata["annotations"] = {SCHEDULED_AT: tick.strftime("%Y-%m-%dT%H:%M:%SZ")}
+    return {"apiVersion": API_VERSION, "kind": kind, "metadata": metadata, "spec": copy.deepcopy(stored_spec[section])}

@@ -40,3 +40,9 @@ def sweep_cluster_name(sweep: str, group: int) -> str:
 def sweep_run_name(sweep: str, cell_id: str, repetition: int, attempt: int) -> str:
     retry = f"-a{attempt}" if attempt > 1 else ""
     return f"{sweep}-{cell_id}-r{repetition}{retry}"
+
+
+def scheduled_run_name(schedule: str, tick_epoch_seconds: float) -> str:
+    # Minutes since the epoch, as a CronJob names its Jobs: one name per tick, so a tick's run is
+    # never created twice.
+    return f"{schedule}-{int(tick_epoch_seconds) // 60}"

@@ -26,6 +26,15 @@ def now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def parse(moment: str) -> datetime:
+    """A timestamp as the API writes them."""
+    return datetime.strptime(moment, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+
+
+def timestamp(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def past(since: str, seconds: float) -> bool:
     """Whether `seconds` have gone by since the timestamp `since`."""
     return seconds_left(since, seconds) <= 0
@@ -33,8 +42,7 @@ def past(since: str, seconds: float) -> bool:
 
 def seconds_left(since: str, seconds: float) -> float:
     """How long until `seconds` have gone by since the timestamp `since` (negative once they have)."""
-    started = datetime.strptime(since, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-    return (started + timedelta(seconds=seconds) - datetime.now(UTC)).total_seconds()
+    return (parse(since) + timedelta(seconds=seconds) - datetime.now(UTC)).total_seconds()
 
 
 def waited(resource: dict[str, Any], seconds: float) -> bool:
@@ -80,6 +88,21 @@ def with_condition(
         new["observedGeneration"] = generation
     result.append(new)
     return sorted(result, key=lambda c: c["type"])
+
+
+def patch_of(model: type[Model], body: dict[str, Any], fields: dict[str, Any],
+             *conditions: tuple[str, bool, str, str]) -> dict[str, Any] | None:
+    """The status patch that sets FIELDS and CONDITIONS (type, met, reason, message) on BODY,
+    checked against its kind's status model; None when it would change nothing (no write, so no
+    event storm from the operator's own updates)."""
+    current = body.get("status") or {}
+    generation = body["metadata"].get("generation")
+    merged = current.get("conditions")
+    moment = now()
+    for type_, ok, reason, message in conditions:
+        merged = with_condition(merged, type_, ok, reason, message, moment, generation)
+    patch = checked(model, {**fields, "observedGeneration": generation, "conditions": merged})
+    return None if all(current.get(key) == value for key, value in patch.items()) else patch
 
 
 def condition(status: dict[str, Any], type_: str) -> dict[str, Any] | None:

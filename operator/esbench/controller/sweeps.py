@@ -163,16 +163,11 @@ class SweepReconciler:
     def _patch(self, body: dict[str, Any], fields: dict[str, Any],
                *conditions: tuple[str, bool, str, str]) -> dict[str, Any]:
         """Returns the sweep as patched."""
-        current = body.get("status") or {}
-        generation = body["metadata"].get("generation")
-        merged = current.get("conditions")
-        now = status.now()
-        for type_, ok, reason, message in conditions:
-            merged = status.with_condition(merged, type_, ok, reason, message, now, generation)
-        patch = status.checked(SweepStatus, {**fields, "observedGeneration": generation, "conditions": merged})
-        if not all(current.get(k) == v for k, v in patch.items()):  # else no write, no event storm from our own updates
-            self.kube.patch_sweep_status(body["metadata"]["namespace"], body["metadata"]["name"], patch)
-        return {**body, "status": {**current, **patch}}
+        patch = status.patch_of(SweepStatus, body, fields, *conditions)
+        if patch is None:
+            return body
+        self.kube.patch_sweep_status(body["metadata"]["namespace"], body["metadata"]["name"], patch)
+        return {**body, "status": {**(body.get("status") or {}), **patch}}
 
 
 @functools.lru_cache(maxsize=64)
