@@ -17,7 +17,7 @@ def nightly(values: list[float]) -> list[dict]:
         document = copy.deepcopy(template)
         document["metadata"]["name"] = f"nightly-{night}"
         document["metadata"]["labels"] = {}
-        document["status"]["raceId"] = f"race-{night}"
+        document["status"]["raceId"] = document["status"]["results"]["raceId"] = f"race-{night}"
         document["status"]["startTime"] = f"2026-10-{night + 1:02d}T02:00:00Z"
         (task,) = [t for t in document["status"]["results"]["tasks"] if t["task"] == "ranges"]
         task["serviceTime"]["p50"] = value

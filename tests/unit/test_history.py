@@ -193,3 +193,27 @@ def test_a_steady_series_and_an_improvement_raise_nothing(tmp_path):
     code, text = _check(tmp_path, "--format", "json")
     assert code == 0, text
     assert {c["state"] for c in json.loads(text)} == {"steady"}
+
+
+def test_the_html_report_links_the_history_page_of_each_configuration_with_several_races(tmp_path):
+    runs = nightly([20.0, 21.0, 19.5, 20.5, 30.0, 31.0, 30.5, 29.5])
+    _history(tmp_path, "add", str(_write(tmp_path / "nights", runs)))
+    alone = nightly([25.0])[0]
+    alone["spec"]["workload"]["trackParams"] = {"seed": 7}  # a configuration of one race: no history yet
+    alone["status"]["raceId"] = alone["status"]["results"]["raceId"] = "race-alone"
+    _history(tmp_path, "add", str(_write(tmp_path / "alone", [alone])))
+    (tmp_path / "last.json").write_text(json.dumps(runs[-1]))
+    (tmp_path / "other.json").write_text(json.dumps(alone))
+
+    report = tmp_path / "out" / "report.html"
+    report.parent.mkdir()
+    made = CliRunner().invoke(main, ["report", str(tmp_path / "last.json"), str(tmp_path / "other.json"),
+                                     "--html", str(report)], env={"ESBENCH_HISTORY": str(tmp_path / "history.sqlite")})
+    assert made.exit_code == 0, made.output
+    assert "(+ 1 history page(s))" in made.output
+    configuration = records.record(runs[0]).configuration
+    page = (report.parent / f"report.history-{configuration}.html").read_text()
+    html = report.read_text()
+    assert f'<a href="report.history-{configuration}.html">{configuration}: 8 races (nightly-7 of this report)</a>' in html
+    assert "race-7" in page and "data:image/svg+xml" in page
+    assert records.record(alone).configuration not in html

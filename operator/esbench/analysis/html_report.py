@@ -82,6 +82,8 @@ class Report:
     paired: bool = False  # repeated runs compared round by round
     profiles: list[ProfiledTask] = field(default_factory=list)
     contrasts: list[tuple[str, list[dict[str, Any]]]] = field(default_factory=list)  # title, rows
+    # The history page of each configuration these runs belong to: (what it covers, its file's path)
+    history: list[tuple[str, Path]] = field(default_factory=list)
 
 
 def _json(value: Any) -> str:
@@ -374,6 +376,11 @@ def to_html(report: Report, folder: Path = Path(".")) -> str:
         sections += f"\n<h2>Within-race contrasts</h2>\n{_contrasts_html(report)}"
     if report.profiles:
         sections += f"\n<h2>Profiles</h2>\n{_profiles_html(report, folder)}"
+    if report.history:
+        links = "".join(f'<li><a href="{_e(os.path.relpath(page, folder))}">{_e(label)}</a></li>'
+                        for label, page in report.history)
+        sections += (f"\n<h2>History</h2>\n<p class=\"meta\">Every recorded race of each configuration here "
+                     f"(esbench history), with its change points.</p>\n<ul>{links}</ul>")
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>

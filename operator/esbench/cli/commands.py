@@ -24,7 +24,7 @@ from rich.markup import escape
 
 from esbench.analysis import compare, contrasts, profiles, stats
 from esbench.api import models, validation
-from esbench.cli import credentials, local, localsweep, rendering, sources
+from esbench.cli import credentials, history, local, localsweep, rendering, sources
 from esbench.controller import grid
 from esbench.history.localstore import LocalStore, default_path
 from esbench.localnode import cpus, localcluster, profiler
@@ -366,7 +366,8 @@ def report_command(inputs: tuple[str, ...], namespace: str | None, context: str 
     EXPERIMENT as for `esbench compare`; the first is the baseline of the results table. When
     some Experiments share a spec (repetitions: a sweep's output folder, or `esbench run` made
     again), the report opens with the verdicts of those groups, as `esbench compare --repeated`
-    gives them, and charts every run with each group's interval.
+    gives them, and charts every run with each group's interval. The HTML report links the
+    history page of each configuration the local history holds several races of (esbench history).
     """
     if not html_path and not markdown_path:
         raise click.UsageError("say where to write the report: --html FILE and/or --markdown FILE")
@@ -378,8 +379,9 @@ def report_command(inputs: tuple[str, ...], namespace: str | None, context: str 
     except compare.NotComparable as error:
         raise click.UsageError(str(error)) from error
     if html_path:
+        report.history = history.pages_for(entries, html_path)
         html_path.write_text(html_report.to_html(report, html_path.parent))
-        click.echo(f"HTML report: {html_path}")
+        click.echo(f"HTML report: {html_path}" + (f" (+ {len(report.history)} history page(s))" if report.history else ""))
     if markdown_path:
         written = html_report.write_markdown(report, markdown_path)
         click.echo(f"Markdown report: {markdown_path} (+ {len(written)} chart files)")

@@ -9,6 +9,7 @@ their change points.
 from __future__ import annotations
 
 import json
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -153,6 +154,37 @@ def _series(store: LocalStore, wanted: list[tuple[str, str]], tasks: tuple[str, 
             for (configuration, metric, subject, runs), changes in zip(found, points, strict=True)]
 
 
+def _write_page(store: LocalStore, configuration: str, metric: str, found: list[history_page.Series],
+                max_pvalue: float, path: Path) -> None:
+    path.write_text(history_page.to_html(configuration, metric, found, store.latest_spec(configuration), max_pvalue))
+
+
+def pages_for(entries: list[compare.Entry], report: Path) -> list[tuple[str, Path]]:
+    """The history page of each configuration of these runs that the local history holds more than
+    one race of (written beside the report as REPORT.history-CONFIGURATION.html): (label, path)."""
+    store = LocalStore(default_path())
+    try:
+        recorded = store.configurations_of([entry.results.race_id for entry in entries if entry.results.race_id])
+        python = changepoints.otava_python()
+    except changepoints.OtavaMissing as error:
+        rendering.console().print(f"no history pages: {escape(str(error))}", highlight=False)
+        return []
+    except (sqlite3.Error, OSError):  # no history on this machine
+        return []
+    pages = []
+    for configuration in dict.fromkeys(recorded.values()):
+        races = store.races_of(configuration)
+        found = [series for *_, series in _series(store, [(configuration, DEFAULT_METRIC)], (), python,
+                                                  changepoints.MAX_PVALUE, 0.0)] if races > 1 else []
+        if not found:  # one race is no history yet
+            continue
+        runs = [entry.label for entry in entries if recorded.get(entry.results.race_id) == configuration]
+        path = report.with_name(f"{report.stem}.history-{configuration}.html")
+        _write_page(store, configuration, DEFAULT_METRIC, found, changepoints.MAX_PVALUE, path)
+        pages.append((f"{configuration}: {races} races ({', '.join(runs)} of this report)", path))
+    return pages
+
+
 _max_pvalue = click.option("--max-pvalue", type=float, default=changepoints.MAX_PVALUE, show_default=True,
                            help="A change point's t-test must reach this.")
 _min_magnitude = click.option("--min-magnitude", type=float, default=0.0, show_default=True,
@@ -185,8 +217,7 @@ def show_command(store: LocalStore, configuration: str, tasks: tuple[str, ...], 
     if not found:
         raise click.ClickException(f"no {metric} for {', '.join(tasks) or 'any task'} in configuration {configuration}")
     if html_path:
-        html_path.write_text(history_page.to_html(configuration, metric, found, store.latest_spec(configuration),
-                                                  max_pvalue))
+        _write_page(store, configuration, metric, found, max_pvalue, html_path)
         click.echo(f"history page: {html_path}")
     elif format_ == "json":
         click.echo(json.dumps({"configuration": configuration, "metric": metric, "series": [

@@ -178,6 +178,17 @@ class LocalStore:
             ).fetchall()
         return [Configuration(*row) for row in rows]
 
+    def configurations_of(self, race_ids: list[str]) -> dict[str, str]:
+        """The configuration each of these races is recorded under (races not recorded are left out)."""
+        with self._connection() as connection:
+            return dict(connection.execute(
+                f"SELECT race_id, configuration FROM races WHERE race_id IN ({', '.join('?' * len(race_ids))})",
+                race_ids).fetchall())
+
+    def races_of(self, configuration: str) -> int:
+        with self._connection() as connection:
+            return connection.execute("SELECT COUNT(*) FROM races WHERE configuration = ?", (configuration,)).fetchone()[0]
+
     def resolve(self, prefix: str) -> str:
         """The configuration id that starts with prefix (ids are long; a few characters do, as in git)."""
         with self._connection() as connection:
