@@ -135,22 +135,22 @@ def _reconcile_schedule(namespace: str, name: str) -> None:
     _guarded(_schedules, "schedule", namespace, name, _schedule_reconciler.reconcile)
 
 
-def _guarded(schedule: Schedule, kind: str, namespace: str, name: str, reconcile: Callable[[str, str], None]) -> None:
-    """One reconcile of a sweep or a schedule; a failure is tried again by SCHEDULE's backoff."""
+def _guarded(looks: Schedule, kind: str, namespace: str, name: str, reconcile: Callable[[str, str], None]) -> None:
+    """One reconcile of a sweep or a schedule; a failure is tried again by the backoff of LOOKS."""
     key = (namespace, name)
     try:
         reconcile(namespace, name)
     except Gone:
         logger.info("%s %s/%s was deleted while it was reconciled", kind, namespace, name)
     except StoreUnavailable as error:  # said on the object; tried again, backing off
-        if schedule.failed(key, f"recording {kind} {namespace}/{name}", error):
+        if looks.failed(key, f"recording {kind} {namespace}/{name}", error):
             logger.warning("%s %s/%s: not recorded yet: %s", kind, namespace, name, error)
         return
     except Exception as error:
-        if schedule.failed(key, f"{kind} {namespace}/{name}", error):
+        if looks.failed(key, f"{kind} {namespace}/{name}", error):
             raise  # logged with its traceback by kopf or by the resync loop
         return
-    schedule.succeeded(key)
+    looks.succeeded(key)
 
 
 async def _resync_forever() -> None:
