@@ -25,7 +25,7 @@ from tests.support.elasticsearch import LATEST
 from tests.support.experiments import condition, events, get_experiment, run_to_benchmarking, runner_log
 from tests.support.helm import operator_access
 from tests.support.operator_process import OperatorProcess
-from tests.support.sweeps import CODECS, Driver, create_sweep, get_sweep
+from tests.support.sweeps import CODECS, Driver, create_sweep, get_sweep, runs
 from tests.support.waiting import wait_for
 
 
@@ -164,6 +164,9 @@ def test_a_finished_sweep_and_each_run_but_its_warm_up_are_recorded(
     driver.wait_done()
     sweep = wait_for(lambda: (s := get_sweep(apis, namespace, "codec")) and recorded(s) and s, timeout=30,
                      what="the sweep's Recorded condition")
+    # Each run is recorded as it ends, by its own reconcile: maybe after the sweep that saw it end.
+    wait_for(lambda: sum(map(recorded, runs(apis, namespace, "codec"))) == 2, timeout=30,
+             what="the two measured runs' Recorded conditions")
 
     uid = created["metadata"]["uid"]
     stored = store.client.get(f"{SWEEPS_INDEX}/_doc/{uid}")["_source"]

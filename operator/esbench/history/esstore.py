@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import urllib.error
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from esbench.esclient import Client
@@ -83,6 +83,9 @@ class StoreUnavailable(Exception):
 @dataclass
 class ElasticsearchStore:
     client: Client
+    # The indices and template made in this process: made once, not before every write (made again
+    # after a failure, in case the store was emptied meanwhile).
+    prepared: set[str] = field(default_factory=set)
 
     def add(self, record: Record) -> None:
         """Writes the race; raises StoreUnavailable."""
@@ -136,10 +139,13 @@ class ElasticsearchStore:
 
     def _prepare(self, with_results: bool) -> None:
         for index, mappings in ((RACES_INDEX, RACES_MAPPINGS), (SWEEPS_INDEX, SWEEPS_MAPPINGS)):
-            self._call("PUT", index, {"mappings": mappings}, exists_already="resource_already_exists_exception")
-        if with_results:
+            if index not in self.prepared:
+                self._call("PUT", index, {"mappings": mappings}, exists_already="resource_already_exists_exception")
+                self.prepared.add(index)
+        if with_results and rallyresults.INDEX_PREFIX not in self.prepared:
             self._call("PUT", "_index_template/rally-results?create=true", RESULTS_TEMPLATE,
                        exists_already="already exists")
+            self.prepared.add(rallyresults.INDEX_PREFIX)
 
     def _bulk(self, actions: list[tuple[str, str, dict[str, Any]]]) -> None:
         lines = []
@@ -148,6 +154,7 @@ class ElasticsearchStore:
         answer = self._call("POST", "_bulk?refresh=wait_for", ("\n".join(lines) + "\n").encode(),
                             content_type="application/x-ndjson")
         if answer.get("errors"):
+            self.prepared.clear()
             failed = next(item["index"] for item in answer["items"] if item["index"].get("error"))
             raise StoreUnavailable(f"{failed['_index']} refused document {failed['_id']}: {failed['error']}")
 
@@ -161,9 +168,11 @@ class ElasticsearchStore:
             if (exists_already and error.code == 400 and exists_already in text) or (
                     absent and error.code == 404 and absent in text):
                 return None
+            self.prepared.clear()
             raise StoreUnavailable(f"{self.client.url} answered {method} {path.split('?')[0]} "
                                    f"with HTTP {error.code}: {text[:300]}") from error
         except (urllib.error.URLError, OSError, ValueError) as error:
+            self.prepared.clear()
             raise StoreUnavailable(f"{self.client.url} cannot be reached: {error}") from error
 
 
