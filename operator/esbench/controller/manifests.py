@@ -32,7 +32,7 @@ from esbench.api.models import (
     StorageType,
     SweepSpec,
 )
-from esbench.controller import names, readiness
+from esbench.controller import names, readiness, status
 
 ECK_API_VERSION = "elasticsearch.k8s.elastic.co/v1"
 EXPERIMENT_LABEL = "esbench.io/experiment"
@@ -413,5 +413,5 @@ def schedule_run_manifest(schedule: Schedule, stored_spec: dict[str, Any], tick:
     holds it now (STORED_SPEC, its spec as the API server stored it)."""
     kind, section = (SWEEP_KIND, "sweep") if schedule.spec.sweep else (KIND, "experiment")
     metadata = _metadata(schedule, names.scheduled_run_name(schedule.name, tick.timestamp()), "run")
-    metadata["annotations"] = {SCHEDULED_AT: tick.strftime("%Y-%m-%dT%H:%M:%SZ")}
+    metadata["annotations"] = {SCHEDULED_AT: status.timestamp(tick)}
     return {"apiVersion": API_VERSION, "kind": kind, "metadata": metadata, "spec": copy.deepcopy(stored_spec[section])}

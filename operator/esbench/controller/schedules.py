@@ -54,8 +54,11 @@ class ScheduleReconciler:
 
     def _step(self, body: dict[str, Any], schedule: manifests.Schedule) -> None:
         current = body.get("status") or {}
-        listed = (self.kube.list_sweeps if schedule.spec.sweep else self.kube.list_experiments)(
-            schedule.namespace, f"{manifests.SCHEDULE_LABEL}={schedule.name}")
+        # What each tick makes: sweeps or Experiments, listed, created and deleted alike.
+        list_runs, create_run, delete_run = (
+            (self.kube.list_sweeps, self.kube.create_sweep, self.kube.delete_sweep) if schedule.spec.sweep
+            else (self.kube.list_experiments, self.kube.create_experiment, self.kube.delete_experiment))
+        listed = list_runs(schedule.namespace, f"{manifests.SCHEDULE_LABEL}={schedule.name}")
         children = [child for child in listed if any(
             ref.get("uid") == schedule.uid for ref in child["metadata"].get("ownerReferences") or [])]
         runs = [schedulestate.Run.of(child) for child in children]
@@ -64,7 +67,7 @@ class ScheduleReconciler:
         decision = schedulestate.decide(schedule.spec, since, runs, self.clock(), self.store)
 
         for name in decision.replace + decision.delete:
-            (self.kube.delete_sweep if schedule.spec.sweep else self.kube.delete_experiment)(schedule.namespace, name)
+            delete_run(schedule.namespace, name)
         fields: dict[str, Any] = {}
         condition = (SCHEDULING, not schedule.spec.suspend, Reason.SUSPENDED if schedule.spec.suspend
                      else Reason.SCHEDULED, f"schedule {schedule.spec.schedule} (UTC)")
@@ -72,7 +75,7 @@ class ScheduleReconciler:
             manifest = manifests.schedule_run_manifest(schedule, body["spec"], decision.start)
             started = manifest["metadata"]["name"]
             try:
-                (self.kube.create_sweep if schedule.spec.sweep else self.kube.create_experiment)(manifest)
+                create_run(manifest)
             except Rejected as rejected:  # e.g. a quota: said, and tried again at the next look
                 fields.update(reason=Reason.REJECTED, message=str(rejected))
                 condition = (SCHEDULING, False, Reason.REJECTED, str(rejected))

@@ -23,7 +23,7 @@ _SECRET_PATTERNS = [
 
 def now() -> str:
     """The current time as the API writes timestamps (seconds, UTC)."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return timestamp(datetime.now(UTC))
 
 
 def parse(moment: str) -> datetime:
