@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The whole suite (make test), in two phases. Each pytest run prints its slowest tests and
 # writes its JUnit XML and its output under test-results/.
-# 1. Everything but the `measures` tests, in three pytest runs side by side: the suite mostly
-#    waits (API round trips, node starts, Rally's polling), and each run owns what its tests
-#    share: the local node (e2e); the local Elasticsearch nodes and esrally, one race at a time
-#    (runner, cli); a control plane of its own (unit, integration, chart).
+# 1. Everything but the `measures` tests, in four pytest runs side by side: the suite mostly
+#    waits (API round trips, node starts, Rally's polling, the API's 30-second minimums), and
+#    each run owns what its tests share: the local node (e2e); the local Elasticsearch nodes and
+#    esrally, one race at a time (runner, cli); a control plane of its own (the two others).
 # 2. The `measures` tests alone, so that nothing else is busy while they measure (pytest.ini).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit
@@ -14,8 +14,16 @@ rm -rf "$out"
 mkdir -p "$out"
 trap 'kill $(jobs -p) 2>/dev/null' EXIT
 
-declare -A runs=([e2e]="tests/e2e" [elasticsearch]="tests/runner tests/cli"
-                 [control-plane]="tests/unit tests/integration tests/chart")
+# Files that go with the unit and chart tests, out of the runs of their own directories: the
+# sweeps' and the results store's integration tests (the two runs with a control plane then take
+# about as long), and the CLI tests that race nothing (out of the run that races one at a time).
+# Any other file, a new one too, runs with its directory.
+moved=(tests/integration/test_sweeps.py tests/integration/test_results_store.py
+       tests/cli/test_compare_report.py tests/cli/test_admission_parity.py tests/cli/test_validation.py
+       tests/cli/test_sweep_command.py tests/cli/test_history_page.py tests/cli/test_history_store.py)
+ignored="${moved[*]/#/--ignore=}"
+declare -A runs=([e2e]="tests/e2e" [elasticsearch]="tests/runner tests/cli $ignored"
+                 [integration]="tests/integration $ignored" [control-plane]="tests/unit tests/chart ${moved[*]}")
 # Rally will not race while it sees another Rally process on the machine, and the e2e suite's
 # Rally pods are processes of this machine: the local races run in a PID namespace of their own
 # (root only, as the e2e suite), where the pods are out of sight. Its PID 1 is a shell, which

@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # The esbench image without a registry: the same contents as operator/Dockerfile (Python 3.11,
-# git, esrally 2.13.0 in its own virtualenv at /opt/rally, the esbench package with its bundled
-# tracks in /opt/esbench, user 10001, entrypoint `esbench`, command `operator`), built as a
-# Debian bookworm root filesystem plus wheels and packed as an OCI archive named
-# docker.io/local/esbench:0.1.0. Differences from the Dockerfile: Python is Debian's python3
+# git, esrally 2.13.0 and Apache Otava 0.8.0 in virtualenvs of their own at /opt/rally and
+# /opt/otava, the esbench package with its bundled tracks in /opt/esbench, user 10001, entrypoint
+# `esbench`, command `operator`), built as a Debian bookworm root filesystem plus wheels and
+# packed as an OCI archive named docker.io/local/esbench:0.1.0. Differences from the Dockerfile: Python is Debian's python3
 # (3.11, as in python:3.11-slim-bookworm) instead of the python image's own build.
 #
 # Two stages, because the operator changes far more often than the rest:
-#   base: Debian + Python + git + esrally's venv + user 10001 (cached as a folder; ~2.5 min cold)
+#   base: Debian + Python + git + esrally's and Otava's venvs + user 10001 (cached as a folder;
+#         ~3 min cold)
 #   image: base + the esbench package from operator/ (~1 min: copy, install, pack)
 # Prints the archive's path. Cached by a hash of the operator sources and these scripts.
 source "$(dirname "$0")/lib.sh"
 ESRALLY_VERSION=2.13.0
+OTAVA_VERSION=0.8.0
 name=docker.io/local/esbench:0.1.0
 base_hash=$(content_hash "$images_dir/esbench.sh" "$images_dir/lib.sh")
 base="$image_cache/esbench-base-$base_hash"
@@ -30,21 +32,25 @@ work=$(mktemp -d "$image_cache/.esbench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
 if [ ! -d "$base" ]; then
-  # esrally pins old libraries that clash with the operator's: its own wheel set and venv.
+  # esrally and Otava pin old libraries that clash with the operator's: their own wheel sets and venvs.
   wheels "$work/wheels" "esrally==$ESRALLY_VERSION"
+  wheels "$work/otava-wheels" "apache-otava==$OTAVA_VERSION"
   # The RUN steps of operator/Dockerfile that do not involve our code, as mmdebstrap hooks.
   mmdebstrap --quiet --variant=apt --include=python3,python3-venv,git,ca-certificates \
-    --customize-hook="copy-in $work/wheels /tmp" \
+    --customize-hook="copy-in $work/wheels $work/otava-wheels /tmp" \
     --customize-hook='chroot "$1" '"${CHROOT_ENV[*]}"' sh -ec "
         python3 -m venv /opt/rally
         /opt/rally/bin/pip install --quiet --no-index --find-links /tmp/wheels esrally=='"$ESRALLY_VERSION"'
+        python3 -m venv /opt/otava
+        /opt/otava/bin/pip install --quiet --no-index --find-links /tmp/otava-wheels apache-otava=='"$OTAVA_VERSION"'
+        /opt/otava/bin/python -c \"from otava.analysis import compute_change_points\"
         python3 -m venv /opt/esbench
         groupadd --gid 10001 esbench
         useradd --uid 10001 --gid esbench --create-home --home-dir /work esbench
-        rm -rf /tmp/wheels /root/.cache"' \
+        rm -rf /tmp/wheels /tmp/otava-wheels /root/.cache"' \
     --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*.bin' \
     "$DEBIAN_SUITE" "$work/base" "$DEBIAN_MIRROR" >&2
-  rm -rf "$work/wheels"
+  rm -rf "$work/wheels" "$work/otava-wheels"
   rm -rf "$image_cache"/esbench-base-*  # older bases
   mv "$work/base" "$base"
 fi
@@ -68,6 +74,6 @@ python3 "$images_dir/oci-pack.py" --rootfs "$work/rootfs" --name "$name" --out "
   --entrypoint '["esbench"]' --cmd '["operator"]' --user 10001:10001 --workdir /work \
   --env PATH=/opt/esbench/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
   --env PYTHONDONTWRITEBYTECODE=1 --env PYTHONUNBUFFERED=1 --env PIP_NO_CACHE_DIR=1 \
-  --env ESBENCH_ESRALLY=/opt/rally/bin/esrally >/dev/null
+  --env ESBENCH_ESRALLY=/opt/rally/bin/esrally --env ESBENCH_OTAVA=/opt/otava >/dev/null
 prune_older "esbench-0.1.0" "$archive"
 echo "$archive"

@@ -111,7 +111,7 @@ def test_deployment_runs_one_esbench_operator_at_a_time_with_liveness_and_readin
     assert deployment["spec"]["strategy"] == {"type": "Recreate"}
     pod = deployment["spec"]["template"]["spec"]
     (container,) = pod["containers"]
-    assert container["args"] == ["operator", "--liveness", "http://0.0.0.0:8080/healthz"]
+    assert container["args"] == ["operator", "--liveness", "http://0.0.0.0:8080/healthz", "--metrics-port", "8081"]
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "liveness"}
     assert container["readinessProbe"]["httpGet"] == {"path": "/healthz", "port": "liveness"}
     assert {"name": "liveness", "containerPort": 8080, "protocol": "TCP"} in container["ports"]
@@ -124,6 +124,20 @@ def test_deployment_runs_one_esbench_operator_at_a_time_with_liveness_and_readin
     mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
     assert container["securityContext"]["readOnlyRootFilesystem"] is True
     assert "emptyDir" in next(v for v in pod["volumes"] if v["name"] == mounts["/tmp"])
+
+
+def test_the_operators_metrics_are_served_on_a_named_port_behind_a_service_unless_disabled(helm):
+    objects = helm.template()
+    (container,) = the(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert {"name": "metrics", "containerPort": 8081, "protocol": "TCP"} in container["ports"]
+    (service,) = of_kind(objects, "Service")
+    pod = the(objects, "Deployment")["spec"]["template"]
+    assert service["spec"]["selector"].items() <= pod["metadata"]["labels"].items()
+    assert service["spec"]["ports"] == [{"name": "metrics", "port": 8081, "targetPort": "metrics", "protocol": "TCP"}]
+    off = helm.template({"metrics": {"enabled": False}})
+    (container,) = the(off, "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert container["args"][-2:] == ["--metrics-port", "0"] and "metrics" not in [p["name"] for p in container["ports"]]
+    assert not of_kind(off, "Service")
 
 
 def test_operator_settings_reach_the_environment_and_rally_defaults_to_the_operator_image(helm):
@@ -221,14 +235,15 @@ def test_network_policies_are_off_by_default_and_those_of_experiments_need_watch
     assert result.returncode != 0 and "needs watchNamespaces" in result.stderr, result.stderr
 
 
-def test_the_operator_pod_may_reach_the_api_server_and_dns_only_and_be_probed(helm):
+def test_the_operator_pod_may_reach_the_api_server_and_dns_only_and_be_probed_and_scraped(helm):
     objects = helm.template({"networkPolicy": {"enabled": True}})
     [policy] = of_kind(objects, "NetworkPolicy")
     assert policy["metadata"]["namespace"] == "esbench-system"
     pod = the(objects, "Deployment")["spec"]["template"]
     assert policy["spec"]["podSelector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
     assert policy["spec"]["policyTypes"] == ["Ingress", "Egress"]
-    assert policy["spec"]["ingress"] == [{"ports": [{"port": "liveness", "protocol": "TCP"}]}]
+    assert policy["spec"]["ingress"] == [{"ports": [{"port": "liveness", "protocol": "TCP"}]},
+                                         {"ports": [{"port": "metrics", "protocol": "TCP"}]}]
     assert policy["spec"]["egress"] == [
         {"ports": [{"port": 443, "protocol": "TCP"}, {"port": 6443, "protocol": "TCP"}]},
         {"ports": [{"port": 53, "protocol": "UDP"}, {"port": 53, "protocol": "TCP"}]},

@@ -8,23 +8,36 @@ stood in for as in test_experiment_lifecycle.py: the runner's real report of a r
 
 from __future__ import annotations
 
+import copy
 import socket
+from datetime import UTC, datetime
 
+import numpy as np
 import pytest
 
 from esbench.api import models
 from esbench.api.race_report import RaceReport
 from esbench.api.reasons import Reason
+from esbench.controller import manifests
 from esbench.controller import status as experiment_status
 from esbench.controller.recording import recorded
 from esbench.controller.status import RECORDED
 from esbench.history import rallyresults, records
-from esbench.history.esstore import RACES_INDEX, SWEEPS_INDEX
+from esbench.history.esstore import RACES_INDEX, SWEEPS_INDEX, ElasticsearchStore
 from esbench.runner.results import summarize
 from tests.support.elasticsearch import LATEST
-from tests.support.experiments import condition, events, get_experiment, run_to_benchmarking, runner_log
+from tests.support.experiments import (
+    condition,
+    es_exists,
+    events,
+    get_experiment,
+    run_to_benchmarking,
+    runner_log,
+    wait_phase,
+)
 from tests.support.helm import operator_access
 from tests.support.operator_process import OperatorProcess
+from tests.support.schedules import create_schedule, get_schedule
 from tests.support.sweeps import CODECS, Driver, create_sweep, get_sweep, runs
 from tests.support.waiting import wait_for
 
@@ -175,3 +188,75 @@ def test_a_finished_sweep_and_each_run_but_its_warm_up_are_recorded(
     races = store.client.get(f"{RACES_INDEX}/_search?size=10&q=sweep:codec")["hits"]["hits"]
     assert sorted((race["_source"]["cell"], race["_source"]["repetition"]) for race in races) == [("c0", 1), ("c1", 1)]
     assert len({race["_source"]["configuration"] for race in races}) == 2  # a series per cell
+
+
+def slower(race_json: dict, factor: float, race_id: str) -> dict:
+    """The race made FACTOR times costlier: each task's service time times it, its throughput divided."""
+    changed = copy.deepcopy(race_json)
+    changed["race-id"] = race_id
+    for task in changed["results"]["op_metrics"]:
+        for key in ("50_0", "100_0", "mean"):
+            task["service_time"][key] *= factor
+        for key in ("min", "mean", "median", "max"):
+            task["throughput"][key] /= factor
+    return changed
+
+
+def past_run(spec: dict, namespace: str, day: int, race_json: dict) -> records.Record:
+    """A run of the schedule's spec on an earlier night, as the store would hold it."""
+    results = summarize(race_json).model_dump(mode="json", by_alias=True, exclude_none=True)
+    document = {"apiVersion": models.API_VERSION, "kind": models.KIND,
+                "metadata": {"name": f"watched-{day}", "namespace": namespace}, "spec": spec,
+                "status": {"phase": "Succeeded", "raceId": race_json["race-id"],
+                           "startTime": f"2026-10-{day:02d}T02:00:00Z", "results": results}}
+    return records.record(document)
+
+
+def test_a_scheduled_regression_is_confirmed_by_one_more_run_then_reported_once(
+        apis, eck, standin_kubelet, namespace, operators, store, race_json):
+    """Eleven steady nights in the store, then a night 30 % costlier: suspected, so the schedule runs
+    its Experiment once more at once; that run is as slow, so the regression is reported, once."""
+    operator = operators.start(store.url)
+    created = create_schedule(apis, namespace, "watched", schedule="0 0 1 1 *",  # no tick during the test
+                              experiment={"elasticsearch": {"version": "8.15.3"}, "workload": {"track": "smoke"}})
+    spec = created["spec"]["experiment"]
+    writer = ElasticsearchStore(store.client)
+    for day, factor in enumerate(np.random.default_rng(7).lognormal(0.0, 0.03, 11), start=1):
+        writer.add(past_run(spec, namespace, day, slower(race_json, factor, f"night-{day}")))
+
+    def race(name: str, factor: float) -> None:
+        wait_for(lambda: es_exists(eck, namespace, name), what=f"{name}'s cluster")
+        eck.make_ready(namespace, name)
+        wait_phase(apis, namespace, name, "Benchmarking")
+        costlier = slower(race_json, factor, name)
+        standin_kubelet.finish_job_pod(namespace, f"{name}-rally", runner_log(
+            RaceReport(succeeded=True, results=summarize(costlier), race_json=costlier)), exit_code=0)
+
+    # Tonight's tick's run, as the schedule creates it (the test does not wait for a real tick).
+    manifest = manifests.schedule_run_manifest(manifests.Schedule.from_body(created), created["spec"],
+                                               datetime(2026, 11, 27, 2, tzinfo=UTC))
+    apis.custom.create_namespaced_custom_object(models.GROUP, models.VERSION, namespace, models.PLURAL, manifest)
+    tonight = manifest["metadata"]["name"]
+    race(tonight, 1.3)
+    confirming = wait_for(lambda: (get_schedule(apis, namespace, "watched").get("status") or {}).get(
+        "regressionCheck", {}).get("confirmingRun"), timeout=60, what="a run to confirm the suspected regression")
+    assert confirming == f"{tonight}c"
+    suspected = get_schedule(apis, namespace, "watched")
+    assert condition(suspected, "Regression")["reason"] == "RegressionSuspected"
+    assert {r["state"] for r in suspected["status"]["regressionCheck"]["regressions"]} == {"Suspected"}
+    assert 'esbench_regression_state{configuration=' in operator.metrics() and "} 1.0" in operator.metrics()
+
+    race(confirming, 1.31)
+
+    reported = wait_for(lambda: (s := get_schedule(apis, namespace, "watched")) and (
+        (experiment_status.condition(s.get("status") or {}, "Regression") or {}).get("status") == "True") and s,
+        timeout=60, what="the regression to be confirmed")
+    check = reported["status"]["regressionCheck"]
+    assert check["run"] == confirming and check["races"] == 13
+    assert {(r["state"], r["firstRun"]) for r in check["regressions"]} == {("Confirmed", tonight)}
+    # Every task's service time and throughput: 3 tasks, 2 metrics.
+    assert check["series"] == 6 and len(check["regressions"]) == 6
+    warnings = [e for e in events(apis, namespace, "watched") if e == ("Warning", "RegressionConfirmed")]
+    assert len(warnings) == 1  # once, naming every series
+    scraped = [line for line in operator.metrics().splitlines() if line.startswith("esbench_regression_state{")]
+    assert len(scraped) == 6 and all(line.endswith(" 2.0") and 'schedule="watched"' in line for line in scraped)

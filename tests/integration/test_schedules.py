@@ -15,19 +15,10 @@ from esbench.api.race_report import RaceReport
 from esbench.controller import manifests
 from esbench.runner.results import summarize
 from tests.support.experiments import es_exists, events, runner_log, wait_phase
+from tests.support.schedules import create_schedule, get_schedule
 from tests.support.waiting import wait_for
 
 EXPERIMENT = {"elasticsearch": {"version": "8.15.3"}, "workload": {"track": "smoke"}}
-
-
-def create_schedule(apis, namespace: str, name: str, **spec) -> dict:
-    body = {"apiVersion": models.API_VERSION, "kind": models.SCHEDULE_KIND, "metadata": {"name": name}, "spec": spec}
-    return apis.custom.create_namespaced_custom_object(models.GROUP, models.VERSION, namespace,
-                                                       models.SCHEDULE_PLURAL, body)
-
-
-def get_schedule(apis, namespace: str, name: str) -> dict:
-    return apis.custom.get_namespaced_custom_object(models.GROUP, models.VERSION, namespace, models.SCHEDULE_PLURAL, name)
 
 
 def test_each_tick_creates_its_experiment_and_the_schedule_follows_it_to_its_end(

@@ -20,12 +20,14 @@ class OperatorProcess(OwnedProcess):
         self.args = args
         self.env = env
         self.liveness_port = 0
+        self.metrics_port = 0
 
     def start(self, timeout: float = 60) -> OperatorProcess:
-        self.liveness_port = free_port()
+        self.liveness_port, self.metrics_port = free_port(), free_port()
         env = {**os.environ, "KUBECONFIG": str(self.kubeconfig), "ESBENCH_RESYNC_SECONDS": "1", **self.env}
         self.launch([sys.executable, "-m", "esbench.cli", "operator",
-                     f"--liveness=http://127.0.0.1:{self.liveness_port}/healthz", *self.args], env)
+                     f"--liveness=http://127.0.0.1:{self.liveness_port}/healthz",
+                     f"--metrics-port={self.metrics_port}", *self.args], env)
 
         def live() -> bool:
             if self.process.poll() is not None:
@@ -38,3 +40,8 @@ class OperatorProcess(OwnedProcess):
 
         wait_for(live, timeout, what="the operator to be live", diagnose=self.log_tail)
         return self
+
+    def metrics(self) -> str:
+        """What Prometheus would scrape from it."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as answer:
+            return answer.read().decode()

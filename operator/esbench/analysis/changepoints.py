@@ -24,6 +24,9 @@ WINDOW = 50
 # Otava flags a lone bad run at the end of a series as a change; with one more run back to
 # normal the change is gone. So a change is suspected until this many runs stand after it.
 CONFIRMING_RUNS = 2
+# The figures watched for a regression in each task's series: how long a request takes, how many
+# are served.
+WATCHED_METRICS = ("service_time.p50", "throughput.median")
 
 
 class OtavaMissing(RuntimeError):

@@ -1159,14 +1159,46 @@ class ScheduleSpec(Model):
 
 
 SCHEDULE_NAME_RULES = rules(
-    # Each tick's run is NAME-<minutes since the epoch> (8 digits, as a CronJob names its Jobs) and
-    # must fit an Experiment's 36 characters or a sweep's 24.
-    ("self.metadata.name.size() <= (has(self.spec.sweep) ? 15 : 27)",
-     "metadata.name must be at most 27 characters, 15 for a sweep (each run is named NAME-<minutes since the epoch>)"),
+    # Each tick's run is NAME-<minutes since the epoch> (8 digits, as a CronJob names its Jobs), an
+    # Experiment confirming it the same with a "c", and must fit an Experiment's 36 characters or a
+    # sweep's 24.
+    ("self.metadata.name.size() <= (has(self.spec.sweep) ? 15 : 26)",
+     "metadata.name must be at most 26 characters, 15 for a sweep (each run is named NAME-<minutes since the epoch>, "
+     "an Experiment that confirms a regression NAME-<minutes>c)"),
     ("self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",
      "metadata.name must be a DNS-1035 label: lower-case letters, digits and '-', starting with a letter and ending "
      "with a letter or digit (its runs are named after it)"),
 )
+
+
+class RegressionState(str, Enum):
+    SUSPECTED = "Suspected"  # one run after the change: a confirming run is made
+    CONFIRMED = "Confirmed"
+
+
+class SeriesRegression(Model):
+    """A series of the schedule's configuration whose newest change point is a regression."""
+
+    task: str
+    metric: str
+    state: RegressionState
+    change_percent: float | None = None
+    pvalue: float
+    first_run: str = Field(description="The first run after the change point (an Experiment's name).")
+    first_race_id: str
+
+
+class RegressionCheck(Model):
+    """The change points of the series of the schedule's configuration, found by Apache Otava in the results
+    store after the newest run was recorded."""
+
+    run: str = Field(description="The newest run the check covers.")
+    scheduled_at: Timestamp = Field(description="That run's tick (or, for a confirming run, its creation).")
+    configuration: str = Field(description="The series' configuration (esbench history's id of the spec).")
+    races: int = Field(description="Races of the configuration in the store.")
+    series: int = Field(description="Series checked: each task's watched metrics.")
+    regressions: list[SeriesRegression] | None = None
+    confirming_run: str | None = Field(None, description="The run made to confirm a suspected regression.")
 
 
 class ScheduleStatus(Model):
@@ -1179,4 +1211,7 @@ class ScheduleStatus(Model):
     active: list[str] | None = Field(None, description="The runs under way.")
     active_count: int | None = None
     missed: int | None = Field(None, description="Ticks missed in all (startingDeadlineSeconds).")
+    regression_check: RegressionCheck | None = Field(
+        None, description="With a results store, for a schedule of Experiments: the latest check of its series for a "
+                          "regression (the Regression condition says the outcome).")
     conditions: Conditions | None = None

@@ -58,6 +58,11 @@ class Reason(StrEnum):
     SUSPENDED = "Suspended"
     WAITING = "Waiting"
     MISSED = "Missed"
+    # A schedule's Regression condition
+    NO_REGRESSION = "NoRegression"
+    REGRESSION_SUSPECTED = "RegressionSuspected"
+    REGRESSION_CONFIRMED = "RegressionConfirmed"
+    CHECK_FAILED = "CheckFailed"
 
 
 # What a runner may report as the kind of a failed race (api/race_report.py).
@@ -132,4 +137,11 @@ MEANINGS: dict[Reason, str] = {
     Reason.SUSPENDED: "a schedule is suspended: no tick starts a run",
     Reason.WAITING: "a schedule's tick waits: a run is under way and concurrencyPolicy is Forbid, or it is suspended",
     Reason.MISSED: "a schedule's tick was not started within startingDeadlineSeconds (also a Warning Event)",
+    Reason.NO_REGRESSION: "no series of a schedule's configuration ends in a regression (Apache Otava's change "
+                          "points over the results store)",
+    Reason.REGRESSION_SUSPECTED: "a series of a schedule's configuration ends in a regression after its newest run "
+                                 "only: one more run is made at once to confirm it (also an Event)",
+    Reason.REGRESSION_CONFIRMED: "a regression stood after a run more: reported once per change, as a Warning Event "
+                                 "and on the operator's metrics endpoint (esbench_regression_state 2)",
+    Reason.CHECK_FAILED: "a schedule's runs could not be checked for regressions (Apache Otava is missing)",
 }

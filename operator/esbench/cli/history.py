@@ -250,13 +250,12 @@ def _print_series(found: list[history_page.Series], metric: str, configuration: 
 
 EXIT_SUSPECTED = 3
 EXIT_REGRESSION = 4
-CHECKED_METRICS = ("service_time.p50", "throughput.median")
 STATE_VALUES = {"steady": 0, "suspected": 1, "confirmed": 2}  # the prometheus gauge's
 
 
 @history_command.command("check")
 @click.argument("configurations", nargs=-1, metavar="[CONFIGURATION...]")
-@click.option("--metric", "metrics", multiple=True, default=CHECKED_METRICS, show_default=True,
+@click.option("--metric", "metrics", multiple=True, default=changepoints.WATCHED_METRICS, show_default=True,
               help="Metrics to watch (repeat it for several).")
 @_max_pvalue
 @_min_magnitude

@@ -81,13 +81,18 @@ def race_command(spec_file: Path | None, target_url: str, ca_file: str | None, r
               help="Watch only this namespace (repeatable). Default: all namespaces.")
 @click.option("--liveness", default="http://0.0.0.0:8080/healthz", show_default=True,
               help="kopf's liveness endpoint, for the pod's liveness probe.")
+@click.option("--metrics-port", type=click.IntRange(0, 65535), default=8081, show_default=True,
+              help="Serve Prometheus metrics (GET /metrics) on this port; 0: none.")
 @click.option("--verbose", is_flag=True, help="Log every handler call.")
-def operator(namespaces: tuple[str, ...], liveness: str, verbose: bool) -> None:
+def operator(namespaces: tuple[str, ...], liveness: str, metrics_port: int, verbose: bool) -> None:
     """Run the esbench operator (kopf) in the foreground."""
     import kopf
+    import prometheus_client
 
     import esbench.controller.handlers  # noqa: F401  (registers the handlers)
 
+    if metrics_port:
+        prometheus_client.start_http_server(metrics_port)
     kopf.configure(verbose=verbose, log_prefix=True)  # each object's lines name it, as `kopf run` does
     kopf.run(standalone=True, clusterwide=not namespaces, namespaces=list(namespaces), liveness_endpoint=liveness)
 

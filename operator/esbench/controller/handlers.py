@@ -18,6 +18,7 @@ import kopf
 import kubernetes
 
 from esbench.api import models
+from esbench.controller import metrics
 from esbench.controller.config import Settings
 from esbench.controller.kube import ECK_GROUP, ECK_PLURAL, ECK_VERSION, BoundedApiClient, Gone, Kube
 from esbench.controller.lifecycle import Reconciler, RetryLater, race_ended
@@ -90,7 +91,7 @@ async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     kube = Kube(_api_client())
     _reconciler = Reconciler(kube, SETTINGS, kube.post_event)
     _sweep_reconciler = SweepReconciler(kube, kube.post_event, _reconciler.store)
-    _schedule_reconciler = ScheduleReconciler(kube, kube.post_event, store=_reconciler.store is not None)
+    _schedule_reconciler = ScheduleReconciler(kube, kube.post_event, _reconciler.store)
     asyncio.get_running_loop().create_task(_resync_forever())
     # What exists by now (modules, pydantic's schemas, kopf's and the client's machinery) lives as
     # long as the process: kept out of the collector's full passes, which stop every thread and
@@ -242,6 +243,7 @@ def schedule_event(type: str | None, namespace: str, name: str, **_: Any) -> Non
     key = (namespace, name)
     if type == "DELETED":  # its runs go with it (owner references)
         _schedules.forget(key)
+        metrics.show(namespace, name, None)
         return
     _schedules.track(key, 0)
     # Created or listed at start. A change of its spec (suspend, the schedule) waits for the

@@ -39,7 +39,7 @@ EXPERIMENT_LABEL = "esbench.io/experiment"
 ATTEMPT_LABEL = "esbench.io/attempt"
 # Each owner kind labels its children with its own name, so handlers can route their events.
 _OWNER_LABELS = {KIND: EXPERIMENT_LABEL, SWEEP_KIND: SWEEP_LABEL, SCHEDULE_KIND: SCHEDULE_LABEL}
-# On a schedule's run: the tick it was created for.
+# On a schedule's run: the tick it was created for (a confirming run: when it was created).
 SCHEDULED_AT = "esbench.io/scheduled-at"
 RALLY_CONTAINER = "rally"
 ES_CONTAINER = "elasticsearch"  # ECK's name for the Elasticsearch container of its pods
@@ -408,10 +408,13 @@ def sweep_run_manifest(sweep: Sweep, cell_id: str, cell_label: str, cell_spec: d
     return {"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata, "spec": spec}
 
 
-def schedule_run_manifest(schedule: Schedule, stored_spec: dict[str, Any], tick: datetime) -> dict[str, Any]:
+def schedule_run_manifest(schedule: Schedule, stored_spec: dict[str, Any], tick: datetime,
+                          confirms: str | None = None) -> dict[str, Any]:
     """The Experiment or ExperimentSweep a schedule's tick creates, with the spec as the schedule
-    holds it now (STORED_SPEC, its spec as the API server stored it)."""
+    holds it now (STORED_SPEC, its spec as the API server stored it). CONFIRMS: the run whose
+    suspected regression this one is made to confirm (at TICK, now)."""
     kind, section = (SWEEP_KIND, "sweep") if schedule.spec.sweep else (KIND, "experiment")
-    metadata = _metadata(schedule, names.scheduled_run_name(schedule.name, tick.timestamp()), "run")
+    name = names.confirming_run_name(confirms) if confirms else names.scheduled_run_name(schedule.name, tick.timestamp())
+    metadata = _metadata(schedule, name, "run")
     metadata["annotations"] = {SCHEDULED_AT: status.timestamp(tick)}
     return {"apiVersion": API_VERSION, "kind": kind, "metadata": metadata, "spec": copy.deepcopy(stored_spec[section])}

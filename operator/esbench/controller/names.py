@@ -46,3 +46,12 @@ def scheduled_run_name(schedule: str, tick_epoch_seconds: float) -> str:
     # Minutes since the epoch, as a CronJob names its Jobs: one name per tick, so a tick's run is
     # never created twice.
     return f"{schedule}-{int(tick_epoch_seconds) // 60}"
+
+
+def confirming_run_name(run: str) -> str:
+    # One per run it confirms, so never made twice.
+    return f"{run}c"
+
+
+def is_confirming_run(name: str) -> bool:
+    return name.endswith("c")

@@ -1,5 +1,6 @@
 """An ExperimentSchedule's reconcile: on each tick of its cron schedule, an Experiment or a sweep
-(what the schedule decides is schedulestate.py's).
+(what the schedule decides is schedulestate.py's); with a results store, a schedule of
+Experiments watches its series for regressions after each run (regressionwatch.py).
 
 Level-triggered like the others: each call reads the schedule and its runs (found by label)
 afresh. A tick's run is named after the tick, so a repeated call or a restart never creates it
@@ -9,25 +10,32 @@ deletion did not happen.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import ValidationError
 
+from esbench.analysis import changepoints
 from esbench.api.models import Phase, ScheduleStatus
 from esbench.api.reasons import Reason
-from esbench.controller import manifests, schedulestate, status
+from esbench.controller import manifests, metrics, regressionwatch, schedulestate, status
 from esbench.controller.kube import Kube, Rejected
 from esbench.controller.lifecycle import EventSink, KeyedLocks
+from esbench.controller.recording import recorded
+from esbench.history import records
+from esbench.history.esstore import ElasticsearchStore
 
 SCHEDULING = "Scheduling"  # the condition: whether ticks start runs
+logger = logging.getLogger(__name__)
 
 
 class ScheduleReconciler:
-    def __init__(self, kube: Kube, emit: EventSink, store: bool,
+    def __init__(self, kube: Kube, emit: EventSink, store: ElasticsearchStore | None,
                  clock: Callable[[], datetime] = lambda: datetime.now(UTC)):
-        """STORE: whether a results store keeps what a deleted run measured."""
+        """STORE: the results store, which keeps what a deleted run measured, and the series
+        watched for regressions."""
         self.kube = kube
         self.emit = emit
         self.store = store
@@ -64,7 +72,7 @@ class ScheduleReconciler:
         runs = [schedulestate.Run.of(child) for child in children]
         handled = [current.get("lastScheduleTime"), current.get("lastMissedTime"), body["metadata"]["creationTimestamp"]]
         since = max(status.parse(moment) for moment in handled if moment)
-        decision = schedulestate.decide(schedule.spec, since, runs, self.clock(), self.store)
+        decision = schedulestate.decide(schedule.spec, since, runs, self.clock(), self.store is not None)
 
         for name in decision.replace + decision.delete:
             delete_run(schedule.namespace, name)
@@ -94,13 +102,66 @@ class ScheduleReconciler:
             self.emit(body, "Warning", Reason.MISSED, message)
         elif decision.waiting:
             fields.update(reason=Reason.WAITING, message=f"the tick waits: {decision.waiting}")
+        conditions = [condition]
+        if self.store is not None and not schedule.spec.sweep:
+            busy = any(not run.finished for run in runs if run.name not in decision.delete)
+            check, watched, confirming = self._watch(body, schedule, children, busy)
+            fields["regressionCheck"] = check
+            conditions.append(watched)
+            if confirming:
+                runs.append(schedulestate.Run(confirming, status.now(), None, None, False))
         kept = [run for run in runs if run.name not in decision.delete]
         active = sorted(run.name for run in kept if not run.finished)
         successes = [run.completion for run in kept if run.phase == Phase.SUCCEEDED and run.completion]
         if current.get("lastSuccessfulTime"):  # the run it was may be deleted since
             successes.append(current["lastSuccessfulTime"])
         fields.update(active=active, activeCount=len(active), lastSuccessfulTime=max(successes, default=None))
-        self._patch(body, fields, condition)
+        self._patch(body, fields, *conditions)
+
+    def _watch(self, body: dict[str, Any], schedule: manifests.Schedule, children: list[dict[str, Any]],
+               busy: bool) -> tuple[dict[str, Any] | None, tuple[str, bool, str, str], str | None]:
+        """The regression check of the newest recorded run, made once per run, its condition, and
+        the confirming run started now, if any: once nothing else runs (BUSY: a run is under way).
+        Raises StoreUnavailable."""
+        assert self.store is not None
+        before = (body.get("status") or {}).get("regressionCheck")
+        check = before
+        done = [child for child in children if (child.get("status") or {}).get("phase") == Phase.SUCCEEDED
+                and recorded(child)]
+        newest = max(done, key=lambda child: child["metadata"]["annotations"][manifests.SCHEDULED_AT], default=None)
+        scheduled_at = newest["metadata"]["annotations"][manifests.SCHEDULED_AT] if newest else None
+        if newest is not None and (before is None or scheduled_at > before["scheduledAt"]):
+            try:
+                python = changepoints.otava_python()
+            except changepoints.OtavaMissing as error:
+                return before, (regressionwatch.REGRESSION, False, Reason.CHECK_FAILED, str(error)), None
+            configuration = records.configuration_id(newest["spec"])
+            series = self.store.series(configuration, changepoints.WATCHED_METRICS)
+            check = regressionwatch.check(newest["metadata"]["name"], scheduled_at, configuration, series, python, before)
+            confirmed = regressionwatch.newly_confirmed(check, before)
+            if confirmed:
+                self.emit(body, "Warning", Reason.REGRESSION_CONFIRMED,
+                          f"regression confirmed by run {check['run']}: "
+                          + "; ".join(map(regressionwatch.describe, confirmed)))
+        if check is None:
+            return None, (regressionwatch.REGRESSION, False, Reason.NO_REGRESSION,
+                          "no run of the schedule recorded yet"), None
+        suspect = regressionwatch.to_confirm(check)
+        confirming = None
+        if suspect is not None and not busy:
+            manifest = manifests.schedule_run_manifest(schedule, body["spec"], self.clock(), confirms=suspect)
+            try:
+                self.kube.create_experiment(manifest)
+            except Rejected as rejected:  # e.g. a quota: logged, and tried again at the next look
+                logger.warning("%s/%s: the run to confirm a regression: %s", schedule.namespace, schedule.name,
+                               rejected)
+            else:
+                confirming = manifest["metadata"]["name"]
+                check = {**check, "confirmingRun": confirming}
+                self.emit(body, "Normal", Reason.RUN_STARTED,
+                          f"{confirming} started to confirm a regression suspected after {suspect}")
+        metrics.show(schedule.namespace, schedule.name, check)
+        return check, regressionwatch.condition(check), confirming
 
     def _patch(self, body: dict[str, Any], fields: dict[str, Any], *conditions: tuple[str, bool, str, str]) -> None:
         patch = status.patch_of(ScheduleStatus, body, fields, *conditions)

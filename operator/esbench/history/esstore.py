@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import json
 import urllib.error
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from esbench.esclient import Client
 from esbench.history import rallyresults
-from esbench.history.records import Record
+from esbench.history.records import Record, SeriesPoint
 
 RACES_INDEX = "esbench-races"
 SWEEPS_INDEX = "esbench-sweeps"
@@ -124,10 +124,29 @@ class ElasticsearchStore:
         for sweep in self._every(SWEEPS_INDEX, "completion-time", "uid"):
             yield sweep["document"]
 
-    def _every(self, index: str, order: str, tiebreaker: str) -> Iterator[dict[str, Any]]:
+    def series(self, configuration: str, metrics: Sequence[str]) -> dict[tuple[str, str], list[SeriesPoint]]:
+        """The series of a configuration: each (subject, metric) of METRICS over its races, oldest
+        first (as the local history orders them)."""
+        found: dict[tuple[str, str], list[SeriesPoint]] = {}
+        wanted = {"term": {"configuration": configuration}}
+        for race in self._every(RACES_INDEX, "race-timestamp", "race-id", wanted,
+                                ["race-id", "race-timestamp", "experiment", "points"]):
+            for point in race["points"]:
+                if point["metric"] in metrics:
+                    found.setdefault((point["subject"], point["metric"]), []).append(SeriesPoint(
+                        race["race-id"], race["race-timestamp"], race["experiment"], point["value"], point["unit"]))
+        return found
+
+    def _every(self, index: str, order: str, tiebreaker: str, wanted: dict[str, Any] | None = None,
+               fields: list[str] | None = None) -> Iterator[dict[str, Any]]:
+        """The documents of INDEX (those matching the query WANTED; their FIELDS), sorted."""
         after: list[Any] | None = None
         while True:
             query: dict[str, Any] = {"size": PAGE, "sort": [{order: "asc"}, {tiebreaker: "asc"}]}
+            if wanted:
+                query["query"] = wanted
+            if fields:
+                query["_source"] = fields
             if after:
                 query["search_after"] = after
             answer = self._call("POST", f"{index}/_search", query, absent="index_not_found_exception")

@@ -21,7 +21,7 @@ from typing import Any
 
 from esbench.api import models
 from esbench.history import records
-from esbench.history.records import Record
+from esbench.history.records import Record, SeriesPoint
 
 SCHEMA_VERSION = 1
 SCHEMA = """
@@ -90,13 +90,6 @@ class Configuration:
     last_experiment: str
 
 
-@dataclass(frozen=True)
-class SeriesPoint:
-    race_id: str
-    race_timestamp: str
-    experiment: str
-    value: float
-    unit: str | None
 
 
 class LocalStore:

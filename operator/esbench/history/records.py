@@ -47,6 +47,17 @@ class Record:
     race_json: dict[str, Any] | None = None  # Rally's own, where the run still has it
 
 
+@dataclass(frozen=True)
+class SeriesPoint:
+    """One race's figure in a series, as a store reads it back."""
+
+    race_id: str
+    race_timestamp: str
+    experiment: str
+    value: float
+    unit: str | None
+
+
 def configuration_id(spec: dict[str, Any]) -> str:
     kept = {key: value for key, value in spec.items() if key not in NOT_CONFIGURATION}
     return hashlib.sha256(json.dumps(kept, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]

@@ -1,0 +1,113 @@
+"""A schedule's watch for regressions (controller.regressionwatch) on series with a known step, run
+by run as a schedule would see them: steady, then suspected after the first bad run (a confirming
+run is asked for, once), then confirmed by the next and reported once; and the metrics endpoint's
+gauges that follow. Otava is real (its own virtualenv)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from prometheus_client import REGISTRY
+
+from esbench.analysis import changepoints
+from esbench.controller import metrics, names
+from esbench.controller.regressionwatch import check, condition, newly_confirmed, to_confirm
+from esbench.history.records import SeriesPoint
+
+STEADY, WORSE = 10.0, 13.0  # ms of service time; a run made 30 % costlier from run 12 on
+
+
+@pytest.fixture(scope="module")
+def otava():
+    try:
+        return changepoints.otava_python()
+    except changepoints.OtavaMissing as error:
+        pytest.fail(f"{error} (make deps installs it)", pytrace=False)
+
+
+def history(values: list[float], throughputs: list[float] | None = None) -> dict[tuple[str, str], list[SeriesPoint]]:
+    """The store's series of one task: run n is nightly-n."""
+    def points(figures: list[float], unit: str) -> list[SeriesPoint]:
+        return [SeriesPoint(f"race-{n}", f"2026-11-{n + 1:02d}T02:00:00Z", f"nightly-{n}", value, unit)
+                for n, value in enumerate(figures)]
+    series = {("term", "service_time.p50"): points(values, "ms")}
+    if throughputs:
+        series["term", "throughput.median"] = points(throughputs, "ops/s")
+    return series
+
+
+def noisy(level: float, n: int, seed: int) -> list[float]:
+    return list(level * np.random.default_rng(seed).lognormal(0.0, 0.03, n))
+
+
+def run_check(otava, values: list[float], before: dict | None = None, run: str | None = None, **more) -> dict:
+    run = run or f"nightly-{len(values) - 1}"
+    return check(run, f"2026-11-{len(values):02d}T02:00:00Z", "c0ffee", history(values, **more), otava, before)
+
+
+def test_a_steady_series_raises_nothing(otava):
+    steady = run_check(otava, noisy(STEADY, 14, 1), throughputs=noisy(50.0, 14, 2))
+    assert (steady["series"], steady["races"], steady.get("regressions")) == (2, 14, None)
+    assert to_confirm(steady) is None
+    assert condition(steady)[1:3] == (False, "NoRegression")
+
+
+def test_a_step_is_suspected_after_one_run_confirmed_after_the_next_and_reported_once(otava):
+    before_step = noisy(STEADY, 12, 3)
+    suspected = run_check(otava, [*before_step, WORSE])
+    (regression,) = suspected["regressions"]
+    assert (regression["state"], regression["firstRun"], regression["task"]) == ("Suspected", "nightly-12", "term")
+    assert regression["changePercent"] == pytest.approx(30, abs=5) and regression["pvalue"] < changepoints.MAX_PVALUE
+    assert to_confirm(suspected) == "nightly-12"
+    assert condition(suspected)[1:3] == (False, "RegressionSuspected")
+    assert newly_confirmed(suspected, None) == []
+
+    asked = {**suspected, "confirmingRun": names.confirming_run_name("nightly-12")}
+    assert to_confirm(asked) is None  # one confirming run per suspicion
+    confirmed = run_check(otava, [*before_step, WORSE, WORSE * 1.01], asked, run="nightly-12c")
+    (regression,) = confirmed["regressions"]
+    assert (regression["state"], regression["firstRun"]) == ("Confirmed", "nightly-12")
+    assert confirmed["confirmingRun"] == "nightly-12c"
+    assert condition(confirmed)[1:3] == (True, "RegressionConfirmed")
+    assert "term service_time.p50 +3" in condition(confirmed)[3]
+    assert [r["firstRun"] for r in newly_confirmed(confirmed, asked)] == ["nightly-12"]
+    later = run_check(otava, [*before_step, WORSE, WORSE * 1.01, WORSE], confirmed)
+    assert newly_confirmed(later, confirmed) == []  # still there, reported before
+
+
+def test_a_lone_bad_run_undone_by_its_confirming_run_is_no_regression(otava):
+    values = noisy(STEADY, 12, 4)
+    suspected = run_check(otava, [*values, WORSE])
+    assert to_confirm(suspected) == "nightly-12"
+    undone = run_check(otava, [*values, WORSE, STEADY], {**suspected, "confirmingRun": "nightly-12c"}, run="nightly-12c")
+    assert undone.get("regressions") is None and condition(undone)[2] == "NoRegression"
+
+
+def test_a_confirming_run_that_is_itself_suspect_makes_no_other(otava):
+    values = noisy(STEADY, 13, 5)
+    suspect = run_check(otava, [*values, WORSE], run="nightly-12c")
+    assert suspect["regressions"][0]["state"] == "Suspected"
+    assert to_confirm(suspect) is None
+
+
+def test_faster_service_and_more_throughput_are_no_regression(otava):
+    better = run_check(otava, [*noisy(STEADY, 12, 6), 7.0, 7.1], throughputs=[*noisy(50.0, 12, 7), 70.0, 71.0])
+    assert better.get("regressions") is None
+
+
+def test_the_gauges_follow_the_latest_check(otava):
+    def gauge() -> dict:
+        return {tuple(s.labels[k] for k in ("schedule", "task", "metric")): s.value
+                for family in REGISTRY.collect() if family.name == "esbench_regression_state" for s in family.samples}
+
+    suspected = run_check(otava, [*noisy(STEADY, 12, 8), WORSE])
+    metrics.show("ns", "nightly", suspected)
+    assert gauge() == {("nightly", "term", "service_time.p50"): 1.0}
+    confirmed = run_check(otava, [*noisy(STEADY, 12, 8), WORSE, WORSE], suspected)
+    metrics.show("ns", "nightly", confirmed)
+    assert gauge() == {("nightly", "term", "service_time.p50"): 2.0}
+    metrics.show("ns", "nightly", run_check(otava, noisy(STEADY, 14, 9)))
+    assert gauge() == {}
+    metrics.show("ns", "nightly", confirmed)
+    metrics.show("ns", "nightly", None)  # deleted
+    assert gauge() == {}
