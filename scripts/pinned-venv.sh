@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A virtualenv of its own for one pinned Python tool whose dependencies would fight with the
-# operator's (esrally, checkov): installed once, then left as it is.
+# operator's (esrally, checkov, Otava): installed once (by uv, scripts/uv.sh), then left as it is.
 # Usage: scripts/pinned-venv.sh PACKAGE VERSION VENV
 set -euo pipefail
 package=$1
@@ -13,5 +13,6 @@ sys.exit(0 if m.version(sys.argv[1]) == sys.argv[2] else 1)
 PY
   exit 0
 fi
-[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-"$venv/bin/pip" install --quiet --disable-pip-version-check "$package==$version"
+uv=$(bash "$(dirname "$0")/uv.sh")
+[ -x "$venv/bin/python" ] || UV_PYTHON_DOWNLOADS=never "$uv" venv --quiet --seed --python python3 "$venv"
+"$uv" pip install --quiet --python "$venv/bin/python" "$package==$version"

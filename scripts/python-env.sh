@@ -4,5 +4,8 @@
 set -euo pipefail
 venv=${1:-.venv}
 here=$(cd "$(dirname "$0")/.." && pwd)
-[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-"$venv/bin/pip" install --quiet --disable-pip-version-check -e "$here/operator[test]"
+uv=$(bash "$here/scripts/uv.sh")
+# The machine's python3 (uv would otherwise be free to pick, or fetch, another), and pip in the
+# venv as python -m venv puts it there.
+[ -x "$venv/bin/python" ] || UV_PYTHON_DOWNLOADS=never "$uv" venv --quiet --seed --python python3 "$venv"
+"$uv" pip install --quiet --python "$venv/bin/python" -e "$here/operator[test]"

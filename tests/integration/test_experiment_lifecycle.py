@@ -17,6 +17,7 @@ import pytest
 from esbench.api import models
 from esbench.api.race_report import MARKER, Failure, RaceReport
 from esbench.api.reasons import Reason
+from esbench.controller.status import parse
 from esbench.runner.results import summarize
 from tests.support.admission import deletion_held, deletion_refused
 from tests.support.controlplane import K8S_VERSION
@@ -150,12 +151,16 @@ def test_a_pod_gone_before_its_log_was_read_fails_as_results_unavailable(
 
 
 def test_cluster_not_ready_before_the_timeout_fails_and_keep_on_failure_keeps_it(apis, eck, namespace, operator):
-    create_experiment(apis, namespace, "slow", lifecycle={"clusterReadyTimeoutSeconds": 30, "cleanup": "KeepOnFailure"})
+    # 45 s: more than the looks the operator takes at a cluster it waits for (every 30 resyncs,
+    # 30 s here) and not a multiple of them: the look due at the deadline is not a regular one.
+    create_experiment(apis, namespace, "slow", lifecycle={"clusterReadyTimeoutSeconds": 45, "cleanup": "KeepOnFailure"})
     wait_for(lambda: es_exists(eck, namespace, "slow"), what="the ECK Elasticsearch resource")
     eck.provision(namespace, "slow")
     eck.set_status(namespace, "slow", phase="Ready", health="yellow", availableNodes=1,
                    observedGeneration=1, version="8.15.3")
-    failed = wait_phase(apis, namespace, "slow", "Failed", timeout=60)
+    failed = wait_phase(apis, namespace, "slow", "Failed", timeout=75)
+    took = parse(failed["status"]["completionTime"]) - parse(failed["metadata"]["creationTimestamp"])
+    assert took.total_seconds() < 45 + 7, f"failed {took.total_seconds():.0f}s after its creation"
     ready = condition(failed, "ClusterReady")
     assert ready["status"] == "False" and ready["reason"] == "ClusterNotReady"
     assert "health is yellow, not green" in ready["message"]

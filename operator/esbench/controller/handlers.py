@@ -119,10 +119,15 @@ def _reconcile(namespace: str, name: str, job: dict[str, Any] | None = None,
             raise  # logged with its traceback by kopf or by the resync loop
         return
     else:
-        if left is not None and next_look(left, SETTINGS.resync_seconds) is None:
+        unattended = None if left is None else next_look(left, SETTINGS.resync_seconds)
+        if left is not None and unattended is None:
             # Finished just now, most likely: the deletion of its cluster that follows is not news,
             # and its own watch event, which would say so too, may come after that.
             _experiments.untrack(key)
+        elif unattended is not None and _experiments.tracked(key):
+            # How long it may now go unattended: its deadline has come nearer since its own last
+            # event, and a look at it comes from the resync loop or a child's event.
+            _experiments.track(key, unattended)
     _experiments.succeeded(key)
 
 
