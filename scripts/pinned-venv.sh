@@ -15,4 +15,4 @@ PY
 fi
 uv=$(bash "$(dirname "$0")/uv.sh")
 [ -x "$venv/bin/python" ] || UV_PYTHON_DOWNLOADS=never "$uv" venv --quiet --seed --python python3 "$venv"
-"$uv" pip install --quiet --python "$venv/bin/python" "$package==$version"
+"$uv" pip install --quiet --compile-bytecode --python "$venv/bin/python" "$package==$version"
