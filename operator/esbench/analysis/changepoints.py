@@ -53,6 +53,11 @@ class ChangePoint:
         return "regression" if worse else "improvement"
 
 
+def format_change(percent: float | None) -> str:
+    """A change of a series' mean as every report says it ("from 0" when the mean before was 0)."""
+    return "from 0" if percent is None else f"{percent:+.1f} %"
+
+
 @dataclass(frozen=True)
 class Regression:
     point: ChangePoint

@@ -136,9 +136,7 @@ def list_command(store: LocalStore) -> None:
 
 
 def _change_text(point: changepoints.ChangePoint, metric: compare.Metric | None) -> str:
-    change = point.change_percent
-    shown = f"{change:+.1f} %" if change is not None else "from 0"
-    return f"{point.kind(metric)} {shown} (mean {point.mean_before:.4g} -> {point.mean_after:.4g}, p {point.pvalue:.2g})"
+    return f"{point.kind(metric)} {changepoints.format_change(point.change_percent)} (mean {point.mean_before:.4g} -> {point.mean_after:.4g}, p {point.pvalue:.2g})"
 
 
 def _series(store: LocalStore, wanted: list[tuple[str, str]], tasks: tuple[str, ...], python: Path,
@@ -322,7 +320,7 @@ def _check_text(checked: list[dict], format_: str) -> str:
     for c in interesting:
         what = ("confirmed, reported now" if c["reportedNow"] else "confirmed, reported before"
                 if c["state"] == "confirmed" else "suspected: run the configuration again to confirm")
-        change = "from 0" if c["changePercent"] is None else f"{c['changePercent']:+.1f} %"
-        lines.append(f"{c['configuration'][:8]} {c['subject']} {c['metric']}: {change} from race "
+        lines.append(f"{c['configuration'][:8]} {c['subject']} {c['metric']}: "
+                     f"{changepoints.format_change(c['changePercent'])} from race "
                      f"{c['firstRaceAfter']} (p {c['pvalue']:.2g}), {what}")
     return "\n".join(lines) + "\n"

@@ -71,9 +71,8 @@ def to_confirm(check: dict[str, Any]) -> str | None:
 
 
 def describe(regression: dict[str, Any]) -> str:
-    change = regression.get("changePercent")
-    shown = "from 0" if change is None else f"{change:+.1f} %"
-    return (f"{regression['task']} {regression['metric']} {shown} from run {regression['firstRun']} "
+    return (f"{regression['task']} {regression['metric']} {changepoints.format_change(regression.get('changePercent'))} "
+            f"from run {regression['firstRun']} "
             f"(p {regression['pvalue']:.2g})")
 
 

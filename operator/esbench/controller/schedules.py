@@ -23,7 +23,6 @@ from esbench.api.reasons import Reason
 from esbench.controller import manifests, metrics, regressionwatch, schedulestate, status
 from esbench.controller.kube import Kube, Rejected
 from esbench.controller.lifecycle import EventSink, KeyedLocks
-from esbench.controller.recording import recorded
 from esbench.history import records
 from esbench.history.esstore import ElasticsearchStore
 
@@ -105,7 +104,7 @@ class ScheduleReconciler:
         conditions = [condition]
         if self.store is not None and not schedule.spec.sweep:
             busy = any(not run.finished for run in runs if run.name not in decision.delete)
-            check, watched, confirming = self._watch(body, schedule, children, busy)
+            check, watched, confirming = self._watch(body, schedule, runs, children, busy)
             fields["regressionCheck"] = check
             conditions.append(watched)
             if confirming:
@@ -118,26 +117,26 @@ class ScheduleReconciler:
         fields.update(active=active, activeCount=len(active), lastSuccessfulTime=max(successes, default=None))
         self._patch(body, fields, *conditions)
 
-    def _watch(self, body: dict[str, Any], schedule: manifests.Schedule, children: list[dict[str, Any]],
-               busy: bool) -> tuple[dict[str, Any] | None, tuple[str, bool, str, str], str | None]:
+    def _watch(self, body: dict[str, Any], schedule: manifests.Schedule, runs: list[schedulestate.Run],
+               children: list[dict[str, Any]], busy: bool
+               ) -> tuple[dict[str, Any] | None, tuple[str, bool, str, str], str | None]:
         """The regression check of the newest recorded run, made once per run, its condition, and
         the confirming run started now, if any: once nothing else runs (BUSY: a run is under way).
         Raises StoreUnavailable."""
         assert self.store is not None
         before = (body.get("status") or {}).get("regressionCheck")
         check = before
-        done = [child for child in children if (child.get("status") or {}).get("phase") == Phase.SUCCEEDED
-                and recorded(child)]
-        newest = max(done, key=lambda child: child["metadata"]["annotations"][manifests.SCHEDULED_AT], default=None)
-        scheduled_at = newest["metadata"]["annotations"][manifests.SCHEDULED_AT] if newest else None
-        if newest is not None and (before is None or scheduled_at > before["scheduledAt"]):
+        newest = max((run for run in runs if run.phase == Phase.SUCCEEDED and run.recorded),
+                     key=lambda run: run.scheduled, default=None)
+        if newest is not None and (before is None or newest.scheduled > before["scheduledAt"]):
             try:
                 python = changepoints.otava_python()
             except changepoints.OtavaMissing as error:
                 return before, (regressionwatch.REGRESSION, False, Reason.CHECK_FAILED, str(error)), None
-            configuration = records.configuration_id(newest["spec"])
+            spec = next(child["spec"] for child in children if child["metadata"]["name"] == newest.name)
+            configuration = records.configuration_id(spec)
             series = self.store.series(configuration, changepoints.WATCHED_METRICS)
-            check = regressionwatch.check(newest["metadata"]["name"], scheduled_at, configuration, series, python, before)
+            check = regressionwatch.check(newest.name, newest.scheduled, configuration, series, python, before)
             confirmed = regressionwatch.newly_confirmed(check, before)
             if confirmed:
                 self.emit(body, "Warning", Reason.REGRESSION_CONFIRMED,
