@@ -456,12 +456,13 @@ class ControlPlane:
             crd = {**crd, "metadata": {**crd["metadata"], "resourceVersion": existing["metadata"]["resourceVersion"]}}
             read(api.replace_custom_resource_definition, name, crd)
 
-    def create_namespace(self, prefix: str = "esbench-test-", timeout: float = 30.0) -> str:
-        """Create a uniquely named namespace; return once its `default` ServiceAccount exists
-        (the ServiceAccount admission plugin rejects Pods until then)."""
+    def create_namespace(self, prefix: str = "esbench-test-", timeout: float = 30.0,
+                         labels: dict[str, str] | None = None) -> str:
+        """Create a uniquely named namespace (with LABELS from the start); return once its `default`
+        ServiceAccount exists (the ServiceAccount admission plugin rejects Pods until then)."""
         name = f"{prefix}{uuid.uuid4().hex[:8]}"
         with self.api_client() as api_client:
-            client.CoreV1Api(api_client).create_namespace({"metadata": {"name": name}})
+            client.CoreV1Api(api_client).create_namespace({"metadata": {"name": name, "labels": labels or {}}})
         self._wait_for_service_account(name, timeout)
         return name
 
