@@ -18,7 +18,7 @@ import pytest
 from esbench.api import models
 from esbench.api.race_report import RaceReport
 from esbench.api.reasons import Reason
-from esbench.controller import manifests
+from esbench.controller import grid, manifests
 from esbench.controller import status as experiment_status
 from esbench.controller.recording import recorded
 from esbench.controller.status import RECORDED
@@ -37,8 +37,8 @@ from tests.support.experiments import (
 )
 from tests.support.helm import operator_access
 from tests.support.operator_process import OperatorProcess
-from tests.support.schedules import create_schedule, get_schedule
-from tests.support.sweeps import CODECS, Driver, create_sweep, get_sweep, runs
+from tests.support.schedules import create_schedule, get_schedule, printed
+from tests.support.sweeps import CODECS, TEMPLATE, Driver, create_sweep, get_sweep, phase, runs
 from tests.support.waiting import wait_for
 
 
@@ -202,11 +202,12 @@ def slower(race_json: dict, factor: float, race_id: str) -> dict:
     return changed
 
 
-def past_run(spec: dict, namespace: str, day: int, race_json: dict) -> records.Record:
-    """A run of the schedule's spec on an earlier night, as the store would hold it."""
+def past_run(spec: dict, namespace: str, day: int, race_json: dict, metadata: dict | None = None) -> records.Record:
+    """A run of the schedule's spec on an earlier night, as the store would hold it. METADATA: a sweep's
+    run's, as its manifest has it."""
     results = summarize(race_json).model_dump(mode="json", by_alias=True, exclude_none=True)
     document = {"apiVersion": models.API_VERSION, "kind": models.KIND,
-                "metadata": {"name": f"watched-{day}", "namespace": namespace}, "spec": spec,
+                "metadata": metadata or {"name": f"watched-{day}", "namespace": namespace}, "spec": spec,
                 "status": {"phase": "Succeeded", "raceId": race_json["race-id"],
                            "startTime": f"2026-10-{day:02d}T02:00:00Z", "results": results}}
     return records.record(document)
@@ -243,6 +244,7 @@ def test_a_scheduled_regression_is_confirmed_by_one_more_run_then_reported_once(
     assert confirming == f"{tonight}c"
     suspected = get_schedule(apis, namespace, "watched")
     assert condition(suspected, "Regression")["reason"] == "RegressionSuspected"
+    assert printed(apis, namespace, "watched")["Regression"] == "False"
     assert {r["state"] for r in suspected["status"]["regressionCheck"]["regressions"]} == {"Suspected"}
     assert 'esbench_regression_state{configuration=' in operator.metrics() and "} 1.0" in operator.metrics()
 
@@ -253,6 +255,7 @@ def test_a_scheduled_regression_is_confirmed_by_one_more_run_then_reported_once(
         timeout=60, what="the regression to be confirmed")
     check = reported["status"]["regressionCheck"]
     assert check["run"] == confirming and check["races"] == 13
+    assert printed(apis, namespace, "watched")["Regression"] == "True"  # kubectl get esxcron
     assert {(r["state"], r["firstRun"]) for r in check["regressions"]} == {("Confirmed", tonight)}
     # Every task's service time and throughput: 3 tasks, 2 metrics.
     assert check["series"] == 6 and len(check["regressions"]) == 6
@@ -260,3 +263,62 @@ def test_a_scheduled_regression_is_confirmed_by_one_more_run_then_reported_once(
     assert len(warnings) == 1  # once, naming every series
     scraped = [line for line in operator.metrics().splitlines() if line.startswith("esbench_regression_state{")]
     assert len(scraped) == 6 and all(line.endswith(" 2.0") and 'schedule="watched"' in line for line in scraped)
+
+
+def test_a_schedule_of_sweeps_watches_each_cells_series_a_night_being_one_point(
+        apis, eck, standin_kubelet, namespace, operators, store, race_json):
+    """Eleven nights of a two-cell sweep (two repetitions each) in the store, as the operator ran them on
+    each night's shared cluster; tonight cell c1 is 30 % costlier in both repetitions: suspected (one
+    night, whatever its repetitions), so the schedule runs its sweep once more at once; that sweep is
+    as slow: the regression of c1, and of c1 alone, is reported once."""
+    operators.start(store.url)
+    created = create_schedule(apis, namespace, "cells", schedule="0 0 1 1 *",  # no tick during the test
+                              sweep={"template": TEMPLATE, "matrix": CODECS, "repetitions": 2})
+    schedule = manifests.Schedule.from_body(created)
+    cells = grid.cells(schedule.spec.sweep, "cells", namespace)
+    writer = ElasticsearchStore(store.client)
+    noise = iter(np.random.default_rng(8).lognormal(0.0, 0.03, 44))
+    for day in range(1, 12):
+        sweep = manifests.Sweep(f"cells-{day}", namespace, f"uid-{day}", schedule.spec.sweep)
+        for cell in cells:
+            for repetition in (1, 2):
+                run = manifests.sweep_run_manifest(sweep, cell.id, cell.label, cell.spec, repetition, 1,
+                                                   f"cells-{day}-g0")
+                writer.add(past_run(run["spec"], namespace, day, slower(race_json, next(noise), run["metadata"]["name"]),
+                                    {**run["metadata"], "namespace": namespace}))
+
+    def night(sweep: str, c1_factor: float) -> None:
+        driver = Driver(apis, eck, standin_kubelet, namespace, race_json, sweep)
+        for _ in range(4):
+            child = driver.next_benchmarking()
+            factor = c1_factor if child["metadata"]["labels"]["esbench.io/cell"] == "c1" else 1.0
+            costlier = slower(race_json, factor, child["metadata"]["name"])
+            standin_kubelet.finish_job_pod(namespace, f"{child['metadata']['name']}-rally", runner_log(
+                RaceReport(succeeded=True, results=summarize(costlier), race_json=costlier)), exit_code=0)
+        assert phase(driver.wait_done()) == "Succeeded"
+
+    manifest = manifests.schedule_run_manifest(schedule, created["spec"], datetime(2026, 11, 27, 2, tzinfo=UTC))
+    apis.custom.create_namespaced_custom_object(models.GROUP, models.VERSION, namespace, models.SWEEP_PLURAL, manifest)
+    tonight = manifest["metadata"]["name"]
+    night(tonight, 1.3)
+    confirming = wait_for(lambda: (get_schedule(apis, namespace, "cells").get("status") or {}).get(
+        "regressionCheck", {}).get("confirmingRun"), timeout=60, what="a sweep to confirm the suspected regression",
+        diagnose=lambda: str(get_schedule(apis, namespace, "cells").get("status")))
+    assert confirming == f"{tonight}c" and get_sweep(apis, namespace, confirming)["kind"] == models.SWEEP_KIND
+    suspected = get_schedule(apis, namespace, "cells")["status"]["regressionCheck"]
+    assert {(r["state"], r["cell"]) for r in suspected["regressions"]} == {("Suspected", "c1")}
+
+    night(confirming, 1.31)
+
+    reported = wait_for(lambda: (s := get_schedule(apis, namespace, "cells")) and (
+        (experiment_status.condition(s.get("status") or {}, "Regression") or {}).get("status") == "True") and s,
+        timeout=60, what="the regression to be confirmed")
+    check = reported["status"]["regressionCheck"]
+    # Every night's four runs joined their cells' series, tonight's and the confirming sweep's too.
+    assert (check["run"], check["races"], check["configurations"]) == (
+        confirming, 52, [records.configuration_id(cell.spec) for cell in cells])
+    # Of 2 cells x 3 tasks x 2 metrics, c1's six.
+    assert check["series"] == 12 and len(check["regressions"]) == 6
+    assert {(r["state"], r["cell"], r["firstRun"]) for r in check["regressions"]} == {("Confirmed", "c1", tonight)}
+    warnings = [e for e in events(apis, namespace, "cells") if e == ("Warning", "RegressionConfirmed")]
+    assert len(warnings) == 1

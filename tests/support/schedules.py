@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from esbench.api import models
 
 
@@ -13,3 +15,14 @@ def create_schedule(apis, namespace: str, name: str, **spec) -> dict:
 
 def get_schedule(apis, namespace: str, name: str) -> dict:
     return apis.custom.get_namespaced_custom_object(models.GROUP, models.VERSION, namespace, models.SCHEDULE_PLURAL, name)
+
+
+def printed(apis, namespace: str, name: str) -> dict:
+    """The schedule's row as `kubectl get esxcron` prints it: the API server's Table of its printer columns."""
+    api = apis.custom.api_client
+    path = f"/apis/{models.GROUP}/{models.VERSION}/namespaces/{namespace}/{models.SCHEDULE_PLURAL}/{name}"
+    request = api.param_serialize("GET", path, header_params={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"},
+                                  auth_settings=["BearerToken"])
+    table = json.loads(api.call_api(*request).read())
+    return {column["name"]: cell for column, cell in zip(table["columnDefinitions"], table["rows"][0]["cells"],
+                                                         strict=True)}

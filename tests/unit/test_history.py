@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from esbench.api import models
 from esbench.cli.main import main
+from esbench.controller import manifests
 from esbench.history import records
 from esbench.history.localstore import LocalStore, UnknownConfiguration
 from tests.support.history import STUDY, nightly, write_list
@@ -26,6 +28,25 @@ def test_the_runs_of_one_cell_share_a_configuration_and_the_cells_differ():
     ids = {cell: {records.record(_run(cell, r)).configuration for r in range(1, 6)} for cell in ("c0", "c1")}
     assert len(ids["c0"]) == len(ids["c1"]) == 1
     assert ids["c0"] != ids["c1"]
+
+
+def test_a_sweeps_runs_on_its_shared_cluster_stay_in_their_cells_series_from_one_sweep_to_the_next():
+    """On Kubernetes a run on the sweep's shared cluster names that cluster (NAME-g0) in its spec in
+    place of the cell's elasticsearch: each night's sweep would otherwise start a series of its own."""
+    measured_alone = _run("c0", 1)
+
+    def on_shared_cluster(sweep: str) -> dict:
+        owner = manifests.Sweep(sweep, "default", "uid", models.SweepSpec(template=measured_alone["spec"]))
+        run = manifests.sweep_run_manifest(owner, "c0", "template", measured_alone["spec"], 1, 1, f"{sweep}-g0")
+        assert "elasticsearch" not in run["spec"]
+        run["metadata"]["annotations"]["kopf.zalando.org/last-handled-configuration"] = "{}"
+        # As the operator hands it to the results store.
+        recorded = manifests.as_recorded({**measured_alone, "metadata": run["metadata"], "spec": run["spec"]})
+        assert list(recorded["metadata"]["annotations"]) == ["esbench.io/cell", "esbench.io/configuration"]
+        return recorded
+
+    tonight, tomorrow = (records.record(on_shared_cluster(sweep)) for sweep in ("nightly-29929853", "nightly-29931293"))
+    assert tonight.configuration == tomorrow.configuration == records.record(measured_alone).configuration
 
 
 def test_how_long_a_run_may_take_is_not_part_of_its_configuration():

@@ -25,14 +25,18 @@ def otava():
         pytest.fail(f"{error} (make deps installs it)", pytrace=False)
 
 
-def history(values: list[float], throughputs: list[float] | None = None) -> dict[tuple[str, str], list[SeriesPoint]]:
-    """The store's series of one task: run n is nightly-n."""
+CONFIGURATION = "c0ffee"
+
+
+def history(values: list[float], throughputs: list[float] | None = None
+            ) -> dict[tuple[str, str, str], list[SeriesPoint]]:
+    """The store's series of one task of a schedule of Experiments: run n is nightly-n."""
     def points(figures: list[float], unit: str) -> list[SeriesPoint]:
         return [SeriesPoint(f"race-{n}", f"2026-11-{n + 1:02d}T02:00:00Z", f"nightly-{n}", value, unit)
                 for n, value in enumerate(figures)]
-    series = {("term", "service_time.p50"): points(values, "ms")}
+    series = {(CONFIGURATION, "term", "service_time.p50"): points(values, "ms")}
     if throughputs:
-        series["term", "throughput.median"] = points(throughputs, "ops/s")
+        series[CONFIGURATION, "term", "throughput.median"] = points(throughputs, "ops/s")
     return series
 
 
@@ -42,7 +46,8 @@ def noisy(level: float, n: int, seed: int) -> list[float]:
 
 def run_check(otava, values: list[float], before: dict | None = None, run: str | None = None, **more) -> dict:
     run = run or f"nightly-{len(values) - 1}"
-    return check(run, f"2026-11-{len(values):02d}T02:00:00Z", "c0ffee", history(values, **more), otava, before)
+    return check(run, f"2026-11-{len(values):02d}T02:00:00Z", {CONFIGURATION: None}, history(values, **more), otava,
+                 before)
 
 
 def test_a_steady_series_raises_nothing(otava):
@@ -88,6 +93,41 @@ def test_a_confirming_run_that_is_itself_suspect_makes_no_other(otava):
     suspect = run_check(otava, [*values, WORSE], run="nightly-12c")
     assert suspect["regressions"][0]["state"] == "Suspected"
     assert to_confirm(suspect) is None
+
+
+def sweeps(nights: list[dict[str, list[float]]]) -> dict[tuple[str, str, str], list[SeriesPoint]]:
+    """The store's series of a schedule of sweeps: night n is the sweep nightly-n, each cell's
+    repetitions a race each (its configuration is the cell's name here)."""
+    series: dict[tuple[str, str, str], list[SeriesPoint]] = {}
+    for n, cells in enumerate(nights):
+        for cell, values in cells.items():
+            series.setdefault((cell, "term", "service_time.p50"), []).extend(
+                SeriesPoint(f"race-{n}-{cell}-{r}", f"2026-11-{n + 1:02d}T02:{r:02d}:00Z", f"nightly-{n}-{cell}-r{r}",
+                            value, "ms", f"perf/nightly-{n}") for r, value in enumerate(values, start=1))
+    return series
+
+
+def test_a_sweeps_night_is_one_point_of_each_cells_series_so_its_own_repetitions_do_not_confirm_it(otava):
+    """Tonight every repetition of cell c1 is 30 % slower: suspected (one night), not confirmed by its
+    own five repetitions, which share a cluster and a night; the confirming sweep confirms it."""
+    rng = np.random.default_rng(10)
+    nights = [{"c0": noisy(STEADY, 5, int(rng.integers(1000))), "c1": noisy(STEADY, 5, int(rng.integers(1000)))}
+              for _ in range(12)]
+    tonight = {"c0": noisy(STEADY, 5, 11), "c1": noisy(WORSE, 5, 12)}
+    cells = {"c0": "c0", "c1": "c1"}
+    suspected = check("nightly-12", "2026-11-13T02:00:00Z", cells, sweeps([*nights, tonight]), otava, None)
+    assert (suspected["races"], suspected["series"], suspected["configurations"]) == (130, 2, ["c0", "c1"])
+    (regression,) = suspected["regressions"]
+    assert (regression["state"], regression["cell"], regression["firstRun"]) == ("Suspected", "c1", "nightly-12")
+    assert to_confirm(suspected) == "nightly-12"
+    assert condition(suspected)[3].startswith("cell c1: term service_time.p50 +3")
+
+    again = {"c0": noisy(STEADY, 5, 13), "c1": noisy(WORSE, 5, 14)}
+    confirmed = check("nightly-12c", "2026-11-13T04:00:00Z", cells, sweeps([*nights, tonight, again]), otava,
+                      {**suspected, "confirmingRun": "nightly-12c"})
+    (regression,) = confirmed["regressions"]
+    assert (regression["state"], regression["cell"], regression["firstRun"]) == ("Confirmed", "c1", "nightly-12")
+    assert condition(confirmed)[1:3] == (True, "RegressionConfirmed")
 
 
 def test_faster_service_and_more_throughput_are_no_regression(otava):

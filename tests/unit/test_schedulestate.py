@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from esbench.api import crds, models, validation
 from esbench.api.models import ScheduleSpec
 from esbench.controller import manifests, names
 from esbench.controller.schedulestate import InvalidSchedule, Run, check, decide, latest_tick
@@ -85,3 +86,26 @@ def test_a_ticks_run_is_named_after_the_tick_and_carries_the_schedules_spec_as_s
     assert made["metadata"]["labels"]["esbench.io/schedule"] == "nightly"
     assert made["metadata"]["annotations"] == {manifests.SCHEDULED_AT: "2026-11-03T02:00:00Z"}
     assert made["metadata"]["ownerReferences"][0]["kind"] == "ExperimentSchedule"
+
+
+@pytest.mark.parametrize("kind, longest", [(models.KIND, 26), (models.SWEEP_KIND, 14)])
+def test_the_longest_schedule_name_admitted_leaves_room_for_its_runs_and_their_confirming_runs(kind, longest):
+    section = {"sweep": {"template": NIGHTLY["experiment"], "matrix": [{"field": "index.codec",
+                                                                       "values": ["default", "best_compression"]}]}}
+    def schedule(name: str) -> dict:
+        body = {"apiVersion": models.API_VERSION, "kind": models.SCHEDULE_KIND, "metadata": {"name": name},
+                "spec": {"schedule": NIGHTLY["schedule"], **(section if kind == models.SWEEP_KIND else
+                                                             {"experiment": NIGHTLY["experiment"]})}}
+        return validation.admit(body, crds.schedule()["spec"]["versions"][0]["schema"]["openAPIV3Schema"],
+                                models.SCHEDULE_KIND)
+
+    with pytest.raises(validation.Rejected, match="at most 26 characters, 14 for a sweep"):
+        schedule("n" * (longest + 1))
+    admitted = schedule("n" * longest)
+    owner = manifests.Schedule.from_body({**admitted, "metadata": {**admitted["metadata"], "namespace": "perf",
+                                                                    "uid": "u-1"}})
+    tick = manifests.schedule_run_manifest(owner, admitted["spec"], datetime.fromtimestamp(99_999_999 * 60, UTC))
+    confirming = manifests.schedule_run_manifest(owner, admitted["spec"], at(3, 2), confirms=tick["metadata"]["name"])
+    assert len(tick["metadata"]["name"]) == longest + 9  # the last 8-digit minute
+    for run in (tick, confirming):  # each admitted as its kind, its name's rule included
+        assert validation.admit(run, kind=kind)["kind"] == kind

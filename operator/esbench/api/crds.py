@@ -120,6 +120,8 @@ def schedule() -> dict[str, Any]:
             _column("Suspend", "boolean", ".spec.suspend"),
             _column("Active", "integer", ".status.activeCount"),
             _column("Last Schedule", "date", ".status.lastScheduleTime"),
+            _column("Regression", "string", '.status.conditions[?(@.type=="Regression")].status',
+                    description="True: a regression confirmed by a re-run (the Regression condition)"),
             _column("Age", "date", ".metadata.creationTimestamp"),
             _column("Reason", "string", ".status.reason", priority=1),
         ],

@@ -82,6 +82,10 @@ SWEEP_LABEL = "esbench.io/sweep"
 CELL_LABEL = "esbench.io/cell"
 REPETITION_LABEL = "esbench.io/repetition"  # the run's round
 WARMUP_CELL_PREFIX = "w"  # warm-up runs' cells are w0, w1, ...; the measured ones c0, c1, ...
+# On a sweep's run: the configuration it measures (esbench history's id of its cell's spec). A run
+# on the sweep's shared cluster has a spec that names that cluster, one per sweep, in place of the
+# cell's elasticsearch: its own spec would make each sweep a series of its own.
+CONFIGURATION_ANNOTATION = "esbench.io/configuration"
 
 
 class StorageType(str, Enum):
@@ -1159,12 +1163,11 @@ class ScheduleSpec(Model):
 
 
 SCHEDULE_NAME_RULES = rules(
-    # Each tick's run is NAME-<minutes since the epoch> (8 digits, as a CronJob names its Jobs), an
-    # Experiment confirming it the same with a "c", and must fit an Experiment's 36 characters or a
-    # sweep's 24.
-    ("self.metadata.name.size() <= (has(self.spec.sweep) ? 15 : 26)",
-     "metadata.name must be at most 26 characters, 15 for a sweep (each run is named NAME-<minutes since the epoch>, "
-     "an Experiment that confirms a regression NAME-<minutes>c)"),
+    # Each tick's run is NAME-<minutes since the epoch> (8 digits, as a CronJob names its Jobs), a
+    # run confirming it the same with a "c", and must fit an Experiment's 36 characters or a sweep's 24.
+    ("self.metadata.name.size() <= (has(self.spec.sweep) ? 14 : 26)",
+     "metadata.name must be at most 26 characters, 14 for a sweep (each run is named NAME-<minutes since the epoch>, "
+     "a run that confirms a regression NAME-<minutes>c)"),
     ("self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",
      "metadata.name must be a DNS-1035 label: lower-case letters, digits and '-', starting with a letter and ending "
      "with a letter or digit (its runs are named after it)"),
@@ -1177,26 +1180,31 @@ class RegressionState(str, Enum):
 
 
 class SeriesRegression(Model):
-    """A series of the schedule's configuration whose newest change point is a regression."""
+    """A series of the schedule's runs whose newest change point is a regression."""
 
+    configuration: str = Field(description="The series' configuration (esbench history's id of the spec).")
+    cell: str | None = Field(None, description="For a schedule of sweeps: the cell whose runs make the series.")
     task: str
     metric: str
     state: RegressionState
     change_percent: float | None = None
     pvalue: float
-    first_run: str = Field(description="The first run after the change point (an Experiment's name).")
+    first_run: str = Field(description="The first of the schedule's runs after the change point.")
     first_race_id: str
 
 
 class RegressionCheck(Model):
-    """The change points of the series of the schedule's configuration, found by Apache Otava in the results
-    store after the newest run was recorded."""
+    """The change points of the series of the schedule's runs, found by Apache Otava in the results store after
+    the newest run was recorded. A sweep's run is one point of each cell's series: the median of its
+    repetitions, which share a cluster and a night."""
 
     run: str = Field(description="The newest run the check covers.")
     scheduled_at: Timestamp = Field(description="That run's tick (or, for a confirming run, its creation).")
-    configuration: str = Field(description="The series' configuration (esbench history's id of the spec).")
-    races: int = Field(description="Races of the configuration in the store.")
-    series: int = Field(description="Series checked: each task's watched metrics.")
+    configurations: list[str] = Field(
+        description="The configurations watched (esbench history's ids of their specs): the Experiment's, or each "
+                    "cell's of the sweep.")
+    races: int = Field(description="Races of these configurations in the store.")
+    series: int = Field(description="Series checked: each configuration's tasks' watched metrics.")
     regressions: list[SeriesRegression] | None = None
     confirming_run: str | None = Field(None, description="The run made to confirm a suspected regression.")
 
@@ -1212,6 +1220,6 @@ class ScheduleStatus(Model):
     active_count: int | None = None
     missed: int | None = Field(None, description="Ticks missed in all (startingDeadlineSeconds).")
     regression_check: RegressionCheck | None = Field(
-        None, description="With a results store, for a schedule of Experiments: the latest check of its series for a "
-                          "regression (the Regression condition says the outcome).")
+        None, description="With a results store: the latest check of the schedule's series for a regression (the "
+                          "Regression condition says the outcome).")
     conditions: Conditions | None = None

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from esbench.api.models import (
     API_VERSION,
     CELL_LABEL,
+    CONFIGURATION_ANNOTATION,
     KIND,
     REPETITION_LABEL,
     SCHEDULE_KIND,
@@ -33,6 +34,7 @@ from esbench.api.models import (
     SweepSpec,
 )
 from esbench.controller import names, readiness, status
+from esbench.history import records
 
 ECK_API_VERSION = "elasticsearch.k8s.elastic.co/v1"
 EXPERIMENT_LABEL = "esbench.io/experiment"
@@ -374,11 +376,16 @@ def race_json_configmap(experiment: Experiment, race_json: dict[str, Any]) -> di
 
 # What the history keeps of an object's metadata (not kopf's annotations or managedFields).
 RECORDED_METADATA = ("name", "namespace", "uid", "labels", "creationTimestamp", "generation")
+ESBENCH_ANNOTATIONS = "esbench.io/"  # esbench's own, kept too: a sweep's run's cell and configuration
 
 
 def as_recorded(body: dict[str, Any]) -> dict[str, Any]:
     """An Experiment or sweep as the results store keeps it: kind, identity, spec and status."""
     metadata = {key: body["metadata"][key] for key in RECORDED_METADATA if key in body["metadata"]}
+    annotations = {key: value for key, value in (body["metadata"].get("annotations") or {}).items()
+                   if key.startswith(ESBENCH_ANNOTATIONS)}
+    if annotations:
+        metadata["annotations"] = annotations
     return {"apiVersion": body.get("apiVersion"), "kind": body.get("kind"), "metadata": metadata,
             "spec": body.get("spec"), "status": body.get("status") or {}}
 
@@ -404,7 +411,7 @@ def sweep_run_manifest(sweep: Sweep, cell_id: str, cell_label: str, cell_spec: d
         spec["target"] = {"elasticsearchRef": {"name": shared_cluster}}
     metadata = _metadata(sweep, names.sweep_run_name(sweep.name, cell_id, repetition, attempt), "run")
     metadata["labels"].update({CELL_LABEL: cell_id, REPETITION_LABEL: str(repetition), ATTEMPT_LABEL: str(attempt)})
-    metadata["annotations"] = {CELL_LABEL: cell_label}
+    metadata["annotations"] = {CELL_LABEL: cell_label, CONFIGURATION_ANNOTATION: records.configuration_id(cell_spec)}
     return {"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata, "spec": spec}
 
 

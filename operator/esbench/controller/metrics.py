@@ -24,7 +24,7 @@ def show(namespace: str, schedule: str, check: dict[str, Any] | None) -> None:
     """The gauges of a schedule's latest regression check (none when it has no check, or is deleted)."""
     shown = set()
     for regression in (check or {}).get("regressions") or []:
-        labels = (namespace, schedule, check["configuration"], regression["task"], regression["metric"])
+        labels = (namespace, schedule, regression["configuration"], regression["task"], regression["metric"])
         regression_state.labels(*labels).set(STATES[RegressionState(regression["state"])])
         shown.add(labels)
     for gone in _shown.pop((namespace, schedule), set()) - shown:

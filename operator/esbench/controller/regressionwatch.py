@@ -7,10 +7,16 @@ A regression at the end of a series is suspected until CONFIRMING_RUNS runs stan
 reports the regression only once that run confirms it, once per change (a Warning Event, the
 Regression condition, the metrics endpoint). A confirming run that is itself suspect makes no
 other: the next tick's run confirms it or not.
+
+A sweep's run is one point of each cell's series, the median of the cell's repetitions: they share
+a cluster and a night, so a bad night moves them all, and counting them as runs would confirm it
+by itself.
 """
 
 from __future__ import annotations
 
+import statistics
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,32 +29,46 @@ from esbench.history.records import SeriesPoint
 REGRESSION = "Regression"  # the schedule's condition
 
 
-def check(run: str, scheduled_at: str, configuration: str, series: dict[tuple[str, str], list[SeriesPoint]],
-          python: Path, before: dict[str, Any] | None) -> dict[str, Any]:
-    """The status.regressionCheck for the newest RUN (SCHEDULED_AT its tick): the newest change point of each
-    series of the CONFIGURATION, where it is a regression. BEFORE: the previous check."""
-    watched = sorted(series)
-    found = changepoints.find_each([[point.value for point in series[key]] for key in watched], python)
+def per_run(points: list[SeriesPoint]) -> list[SeriesPoint]:
+    """The series with one point per run of the schedule: a sweep's races (of one cell) as one, their
+    median, named after the sweep; an Experiment's race as it is."""
+    runs: dict[str, list[SeriesPoint]] = {}
+    for point in points:
+        runs.setdefault(point.sweep or point.race_id, []).append(point)
+    return [replace(together[0], value=statistics.median(p.value for p in together),
+                    experiment=together[0].sweep.rsplit("/", 1)[1]) if together[0].sweep else together[0]
+            for together in runs.values()]
+
+
+def check(run: str, scheduled_at: str, watched: dict[str, str | None],
+          series: dict[tuple[str, str, str], list[SeriesPoint]], python: Path,
+          before: dict[str, Any] | None) -> dict[str, Any]:
+    """The status.regressionCheck for the newest RUN (SCHEDULED_AT its tick): the newest change point of
+    each series (by configuration, task and metric), where it is a regression. WATCHED: the
+    configurations, each with its sweep cell (None for an Experiment's). BEFORE: the previous check."""
+    keys = sorted(series)
+    by_run = {key: per_run(series[key]) for key in keys}
+    found = changepoints.find_each([[point.value for point in by_run[key]] for key in keys], python)
     regressions = []
-    for (task, metric), changes in zip(watched, found, strict=True):
-        points = series[task, metric]
+    for (configuration, task, metric), changes in zip(keys, found, strict=True):
+        points = by_run[configuration, task, metric]
         regression = changepoints.newest_regression(changes, len(points), compare.metric_named(metric))
         if regression is not None:
             first = points[regression.point.index]
             regressions.append(SeriesRegression(
-                task=task, metric=metric,
+                configuration=configuration, cell=watched.get(configuration), task=task, metric=metric,
                 state=RegressionState.CONFIRMED if regression.confirmed else RegressionState.SUSPECTED,
                 change_percent=regression.point.change_percent, pvalue=regression.point.pvalue,
                 first_run=first.experiment, first_race_id=first.race_id))
     races = {point.race_id for points in series.values() for point in points}
     return RegressionCheck(
-        run=run, scheduled_at=scheduled_at, configuration=configuration, races=len(races), series=len(watched),
+        run=run, scheduled_at=scheduled_at, configurations=list(watched), races=len(races), series=len(keys),
         regressions=regressions or None, confirming_run=(before or {}).get("confirmingRun"),
     ).model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
-def _key(regression: dict[str, Any]) -> tuple[str, str, str]:
-    return regression["task"], regression["metric"], regression["firstRaceId"]
+def _key(regression: dict[str, Any]) -> tuple[str, str, str, str]:
+    return regression["configuration"], regression["task"], regression["metric"], regression["firstRaceId"]
 
 
 def _of(check: dict[str, Any] | None, state: RegressionState) -> list[dict[str, Any]]:
@@ -71,7 +91,9 @@ def to_confirm(check: dict[str, Any]) -> str | None:
 
 
 def describe(regression: dict[str, Any]) -> str:
-    return (f"{regression['task']} {regression['metric']} {changepoints.format_change(regression.get('changePercent'))} "
+    cell = f"cell {regression['cell']}: " if regression.get("cell") else ""
+    return (f"{cell}{regression['task']} {regression['metric']} "
+            f"{changepoints.format_change(regression.get('changePercent'))} "
             f"from run {regression['firstRun']} "
             f"(p {regression['pvalue']:.2g})")
 
@@ -84,6 +106,8 @@ def condition(check: dict[str, Any]) -> tuple[str, bool, str, str]:
         confirming = check.get("confirmingRun")
         then = f"run {confirming} confirms it or not" if confirming else "the next run confirms it or not"
         return REGRESSION, False, Reason.REGRESSION_SUSPECTED, f"{'; '.join(map(describe, suspected))}: {then}"
+    configurations = check["configurations"]
+    of = f"configuration {configurations[0]}" if len(configurations) == 1 else f"the {len(configurations)} cells"
     return REGRESSION, False, Reason.NO_REGRESSION, (
-        f"no series of configuration {check['configuration']} ends in a regression ({check['series']} series "
-        f"over {check['races']} races, through run {check['run']})")
+        f"no series of {of} ends in a regression ({check['series']} series over {check['races']} races, "
+        f"through run {check['run']})")

@@ -1,6 +1,6 @@
 """An ExperimentSchedule's reconcile: on each tick of its cron schedule, an Experiment or a sweep
-(what the schedule decides is schedulestate.py's); with a results store, a schedule of
-Experiments watches its series for regressions after each run (regressionwatch.py).
+(what the schedule decides is schedulestate.py's); with a results store, a schedule watches its
+series for regressions after each run (regressionwatch.py).
 
 Level-triggered like the others: each call reads the schedule and its runs (found by label)
 afresh. A tick's run is named after the tick, so a repeated call or a restart never creates it
@@ -18,11 +18,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from esbench.analysis import changepoints
-from esbench.api.models import Phase, ScheduleStatus
+from esbench.api.models import CELL_LABEL, SWEEP_LABEL, WARMUP_CELL_PREFIX, Phase, ScheduleStatus, SweepSpec
 from esbench.api.reasons import Reason
-from esbench.controller import manifests, metrics, regressionwatch, schedulestate, status
+from esbench.controller import grid, manifests, metrics, regressionwatch, schedulestate, status
 from esbench.controller.kube import Kube, Rejected
 from esbench.controller.lifecycle import EventSink, KeyedLocks
+from esbench.controller.recording import recorded
 from esbench.history import records
 from esbench.history.esstore import ElasticsearchStore
 
@@ -102,9 +103,9 @@ class ScheduleReconciler:
         elif decision.waiting:
             fields.update(reason=Reason.WAITING, message=f"the tick waits: {decision.waiting}")
         conditions = [condition]
-        if self.store is not None and not schedule.spec.sweep:
+        if self.store is not None:
             busy = any(not run.finished for run in runs if run.name not in decision.delete)
-            check, watched, confirming = self._watch(body, schedule, runs, children, busy)
+            check, watched, confirming = self._watch(body, schedule, runs, children, busy, create_run)
             fields["regressionCheck"] = check
             conditions.append(watched)
             if confirming:
@@ -118,25 +119,27 @@ class ScheduleReconciler:
         self._patch(body, fields, *conditions)
 
     def _watch(self, body: dict[str, Any], schedule: manifests.Schedule, runs: list[schedulestate.Run],
-               children: list[dict[str, Any]], busy: bool
+               children: list[dict[str, Any]], busy: bool, create_run: Callable[[dict[str, Any]], Any]
                ) -> tuple[dict[str, Any] | None, tuple[str, bool, str, str], str | None]:
         """The regression check of the newest recorded run, made once per run, its condition, and
-        the confirming run started now, if any: once nothing else runs (BUSY: a run is under way).
-        Raises StoreUnavailable."""
+        the confirming run started now (by CREATE_RUN), if any: once nothing else runs (BUSY: a run
+        is under way). Raises StoreUnavailable."""
         assert self.store is not None
         before = (body.get("status") or {}).get("regressionCheck")
         check = before
         newest = max((run for run in runs if run.phase == Phase.SUCCEEDED and run.recorded),
                      key=lambda run: run.scheduled, default=None)
+        watched = None
         if newest is not None and (before is None or newest.scheduled > before["scheduledAt"]):
+            watched = self._watched(schedule, next(child for child in children
+                                                   if child["metadata"]["name"] == newest.name))
+        if newest is not None and watched is not None:
             try:
                 python = changepoints.otava_python()
             except changepoints.OtavaMissing as error:
                 return before, (regressionwatch.REGRESSION, False, Reason.CHECK_FAILED, str(error)), None
-            spec = next(child["spec"] for child in children if child["metadata"]["name"] == newest.name)
-            configuration = records.configuration_id(spec)
-            series = self.store.series(configuration, changepoints.WATCHED_METRICS)
-            check = regressionwatch.check(newest.name, newest.scheduled, configuration, series, python, before)
+            series = self.store.series(list(watched), changepoints.WATCHED_METRICS)
+            check = regressionwatch.check(newest.name, newest.scheduled, watched, series, python, before)
             confirmed = regressionwatch.newly_confirmed(check, before)
             if confirmed:
                 self.emit(body, "Warning", Reason.REGRESSION_CONFIRMED,
@@ -150,7 +153,7 @@ class ScheduleReconciler:
         if suspect is not None and not busy:
             manifest = manifests.schedule_run_manifest(schedule, body["spec"], self.clock(), confirms=suspect)
             try:
-                self.kube.create_experiment(manifest)
+                create_run(manifest)
             except Rejected as rejected:  # e.g. a quota: logged, and tried again at the next look
                 logger.warning("%s/%s: the run to confirm a regression: %s", schedule.namespace, schedule.name,
                                rejected)
@@ -161,6 +164,20 @@ class ScheduleReconciler:
                           f"{confirming} started to confirm a regression suspected after {suspect}")
         metrics.show(schedule.namespace, schedule.name, check)
         return check, regressionwatch.condition(check), confirming
+
+    def _watched(self, schedule: manifests.Schedule, run: dict[str, Any]) -> dict[str, str | None] | None:
+        """The configurations a recorded RUN measured, each with its sweep cell (None for an
+        Experiment); None while a sweep's measured runs are not all in the store: each is recorded
+        by its own reconcile, maybe after the sweep."""
+        if not schedule.spec.sweep:
+            return {records.configuration_id(run["spec"]): None}
+        name = run["metadata"]["name"]
+        for child in self.kube.list_experiments(schedule.namespace, f"{SWEEP_LABEL}={name}"):
+            measured = not child["metadata"]["labels"].get(CELL_LABEL, "").startswith(WARMUP_CELL_PREFIX)
+            if measured and (child.get("status") or {}).get("phase") == Phase.SUCCEEDED and not recorded(child):
+                return None
+        cells = grid.cells(SweepSpec.model_validate(run["spec"]), name, schedule.namespace)
+        return {records.configuration_id(cell.spec): cell.id for cell in cells}
 
     def _patch(self, body: dict[str, Any], fields: dict[str, Any], *conditions: tuple[str, bool, str, str]) -> None:
         patch = status.patch_of(ScheduleStatus, body, fields, *conditions)

@@ -124,17 +124,21 @@ class ElasticsearchStore:
         for sweep in self._every(SWEEPS_INDEX, "completion-time", "uid"):
             yield sweep["document"]
 
-    def series(self, configuration: str, metrics: Sequence[str]) -> dict[tuple[str, str], list[SeriesPoint]]:
-        """The series of a configuration: each (subject, metric) of METRICS over its races, oldest
-        first (as the local history orders them)."""
-        found: dict[tuple[str, str], list[SeriesPoint]] = {}
-        wanted = {"term": {"configuration": configuration}}
+    def series(self, configurations: Sequence[str], metrics: Sequence[str]
+               ) -> dict[tuple[str, str, str], list[SeriesPoint]]:
+        """The series of CONFIGURATIONS: each (configuration, subject, metric) of METRICS over its
+        races, oldest first (as the local history orders them)."""
+        found: dict[tuple[str, str, str], list[SeriesPoint]] = {}
+        wanted = {"terms": {"configuration": list(configurations)}}
         for race in self._every(RACES_INDEX, "race-timestamp", "race-id", wanted,
-                                ["race-id", "race-timestamp", "experiment", "points"]):
+                                ["race-id", "race-timestamp", "namespace", "experiment", "configuration", "sweep",
+                                 "points"]):
+            sweep = f"{race['namespace']}/{race['sweep']}" if race.get("sweep") else None
             for point in race["points"]:
                 if point["metric"] in metrics:
-                    found.setdefault((point["subject"], point["metric"]), []).append(SeriesPoint(
-                        race["race-id"], race["race-timestamp"], race["experiment"], point["value"], point["unit"]))
+                    found.setdefault((race["configuration"], point["subject"], point["metric"]), []).append(
+                        SeriesPoint(race["race-id"], race["race-timestamp"], race["experiment"], point["value"],
+                                    point["unit"], sweep))
         return found
 
     def _every(self, index: str, order: str, tiebreaker: str, wanted: dict[str, Any] | None = None,

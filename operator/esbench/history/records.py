@@ -56,6 +56,7 @@ class SeriesPoint:
     experiment: str
     value: float
     unit: str | None
+    sweep: str | None = None  # a sweep's run: its sweep (namespace/name), whose runs measure together
 
 
 def configuration_id(spec: dict[str, Any]) -> str:
@@ -79,13 +80,14 @@ def record(document: dict[str, Any], source: str | None = None, race_json: dict[
     if not race_id or not timestamp:
         raise NotRecordable(f"{where}: no race id or start time in its status")
     labels = (document.get("metadata") or {}).get("labels") or {}
+    annotations = (document.get("metadata") or {}).get("annotations") or {}
     if labels.get(models.CELL_LABEL, "").startswith(models.WARMUP_CELL_PREFIX):
         raise NotRecordable(f"{where}: a sweep's warm-up run, not a measurement")
     return Record(
         race_id=race_id,
         race_timestamp=timestamp,
         experiment=entry.label,
-        configuration=configuration_id(document["spec"]),
+        configuration=annotations.get(models.CONFIGURATION_ANNOTATION) or configuration_id(document["spec"]),
         track=entry.results.track or document["spec"].get("workload", {}).get("track", ""),
         sweep=labels.get(models.SWEEP_LABEL),
         cell=labels.get(models.CELL_LABEL),
