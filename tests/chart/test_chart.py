@@ -18,7 +18,7 @@ import pytest
 from kubernetes import client
 
 from esbench.api.models import ExperimentSpec
-from esbench.controller import config, manifests
+from esbench.controller import config, manifests, names
 from tests.support.waiting import wait_for
 
 WATCHED = ["team-a", "team-b"]
@@ -197,6 +197,37 @@ def test_a_results_store_reaches_the_operator_with_its_password_and_ca_as_files(
     assert config.Settings.from_env({}).results_store is None
 
 
+def test_a_results_store_the_chart_creates_is_an_eck_cluster_the_operator_reaches_by_ecks_names(helm, tmp_path):
+    objects = helm.template({"resultsStore": {"create": {"enabled": True}}, "networkPolicy": {"enabled": True}},
+                            release="perf", namespace="bench")
+    (store,) = of_kind(objects, "Elasticsearch")
+    cluster = store["metadata"]["name"]
+    assert (cluster, store["metadata"]["namespace"]) == ("perf-esbench-results", "bench")
+    assert store["metadata"]["labels"]["app.kubernetes.io/component"] == "results-store"
+    (node_set,) = store["spec"]["nodeSets"]
+    assert node_set["config"] == {"node.store.allow_mmap": False}  # no privileged sysctl init container
+    pod = the(objects, "Deployment")["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    env = {e["name"]: e["value"] for e in container["env"]}
+    secrets = {v["name"]: v["secret"]["secretName"] for v in pod["volumes"] if "secret" in v}
+    # The Service and Secrets ECK makes for the cluster, by the names esbench knows them by.
+    assert env["ESBENCH_RESULTS_STORE_URL"] == f"https://{names.es_http_service(cluster)}.bench.svc:9200"
+    assert env["ESBENCH_RESULTS_STORE_USERNAME"] == "elastic"
+    assert secrets == {"results-store-password": names.es_elastic_user_secret(cluster),
+                       "results-store-ca": names.es_http_public_certs_secret(cluster)}
+    assert env["ESBENCH_RESULTS_STORE_PASSWORD_FILE"].endswith("/elastic")
+    assert env["ESBENCH_RESULTS_STORE_CA_FILE"].endswith("/ca.crt")
+    configmaps = next(r for r in the(objects, "ClusterRole")["rules"] if r["resources"] == ["configmaps"])
+    assert configmaps["verbs"] == ["create", "get"]
+    assert {"ports": [{"port": 9200, "protocol": "TCP"}]} in the(objects, "NetworkPolicy")["spec"]["egress"]
+    # The operator's own labels stay off the store's pods: its NetworkPolicy selects by them.
+    assert "labels" not in node_set["podTemplate"].get("metadata", {})
+
+    both = {"resultsStore": {"url": "https://results.example:9200", "create": {"enabled": True}}}
+    result = helm.run("template", "x", str(helm.chart), *helm.value_args(both), check=False)
+    assert result.returncode != 0 and "not both" in result.stderr, result.stderr
+
+
 def test_watched_namespaces_become_flags_and_a_role_in_each_with_only_reads_cluster_wide(helm):
     objects = helm.template(MODES["watch-namespaces"])
     (container,) = the(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
@@ -283,10 +314,14 @@ def dry_run(kubectl, objects: list[dict]):
                    stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
 
 
-@pytest.mark.parametrize("mode", MODES.keys())
+# What is rendered: each RBAC mode, and the chart's own results store (an ECK Elasticsearch, held to ECK's CRD).
+RENDERED = {**MODES, "created-store": {"resultsStore": {"create": {"enabled": True}}}}
+
+
+@pytest.mark.parametrize("mode", RENDERED.keys())
 def test_rendered_chart_is_accepted_by_the_api_server_in_a_restricted_namespace(
         helm, kubectl, control_plane, restricted_namespace, mode):
-    values = copy.deepcopy(MODES[mode])
+    values = copy.deepcopy(RENDERED[mode])
     extra = []
     if "watchNamespaces" in values:  # Roles go into the watched namespaces: they must exist
         extra = [control_plane.create_namespace("esbench-watched-") for _ in WATCHED]

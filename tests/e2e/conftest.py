@@ -45,8 +45,9 @@ def eck(cluster):
 
 @pytest.fixture(scope="session")
 def operator(cluster, images, eck):
-    """The esbench chart installed with Helm, its operator pod running, in a restricted namespace."""
-    with harness.installed_operator(cluster, resync_seconds=2) as installed:
+    """The esbench chart installed with Helm, its operator pod running, in a restricted namespace,
+    with the results store the chart creates: every Experiment that succeeds here is recorded."""
+    with harness.installed_operator(cluster, resync_seconds=2, results_store=True) as installed:
         yield installed
 
 

@@ -141,9 +141,11 @@ def install_eck(cluster: Cluster) -> None:
 
 
 @contextmanager
-def installed_operator(cluster: Cluster, resync_seconds: int = 2) -> Iterator[dict[str, Any]]:
+def installed_operator(cluster: Cluster, resync_seconds: int = 2, results_store: bool = False
+                       ) -> Iterator[dict[str, Any]]:
     """The esbench chart installed with Helm, its operator pod running, in a restricted namespace;
-    uninstalled afterwards. The images must be in the cluster (Cluster.load_images).
+    uninstalled afterwards. The images must be in the cluster (Cluster.load_images), and ECK with
+    RESULTS_STORE: the chart then creates its results store (resultsStore.create), small.
 
     Helm installs a chart's crds/ only on the first install, so on a node kept from an earlier
     run the CRDs would be stale: crds/ (the source of truth) is applied first, every time.
@@ -159,14 +161,24 @@ def installed_operator(cluster: Cluster, resync_seconds: int = 2) -> Iterator[di
     for crd in sorted((ROOT / "crds").glob("*.yaml")):
         _wait_established(cluster, yaml.safe_load(crd.read_text())["metadata"]["name"])
     repository, tag = ESBENCH_IMAGE.rsplit(":", 1)
+    values = {"image.repository": repository, "image.tag": tag, "image.pullPolicy": "Never",
+              "operator.resyncSeconds": resync_seconds}
+    if results_store:
+        values.update({"resultsStore.create.enabled": "true", "resultsStore.create.version": ES_VERSION,
+                       "resultsStore.create.resources.requests.cpu": "100m",
+                       "resultsStore.create.resources.requests.memory": "1Gi",
+                       "resultsStore.create.resources.limits.memory": "1Gi",
+                       "resultsStore.create.storage.size": "1Gi"})
+        if cluster.flavour == "node":
+            values["resultsStore.create.image"] = es_image()
     started = time.monotonic()
     cluster.helm("upgrade", "--install", RELEASE, str(ROOT / "charts/esbench"), "--namespace", namespace,
-                 "--set", f"image.repository={repository}", "--set", f"image.tag={tag}",
-                 "--set", "image.pullPolicy=Never", "--set", f"operator.resyncSeconds={resync_seconds}",
+                 *(arg for key, value in values.items() for arg in ("--set", f"{key}={value}")),
                  "--wait", "--timeout", "180s")
     install_seconds = time.monotonic() - started
     try:
-        yield {"namespace": namespace, "release": RELEASE, "install_seconds": install_seconds}
+        yield {"namespace": namespace, "release": RELEASE, "install_seconds": install_seconds,
+               "results_store": f"{RELEASE}-results" if results_store else None}
     finally:
         cluster.helm("uninstall", RELEASE, "--namespace", namespace, "--wait", "--timeout", "120s")
         core.delete_namespace(namespace)

@@ -18,8 +18,10 @@ import yaml
 from kubernetes import client
 
 from esbench.controller.readiness import readiness
+from esbench.controller.recording import recorded
 from esbench.runner.corpus import TEST_MODE_COUNT
 from tests.e2e.harness import ES_VERSION, ES_VERSIONS, ROOT, Cluster, es_image
+from tests.support.experiments import condition
 from tests.support.standin_eck import eck_status, what_esbench_reads
 from tests.support.waiting import wait_for
 
@@ -160,7 +162,7 @@ def test_restricted_namespace_refuses_a_privileged_pod(cluster, restricted_names
 
 
 @pytest.mark.parametrize("version", ES_VERSIONS)
-def test_quickstart_succeeds_with_sane_results_and_cleans_up_its_cluster(cluster, experiments, version):
+def test_quickstart_succeeds_with_sane_results_and_cleans_up_its_cluster(cluster, operator, experiments, version):
     # The quickstart the README shows (8.7.1) races exactly as it is; the other versions in test mode.
     test_mode = version != ES_VERSION
     body = quickstart(cluster, version, test_mode=test_mode)
@@ -173,12 +175,26 @@ def test_quickstart_succeeds_with_sane_results_and_cleans_up_its_cluster(cluster
                      what="ECK to form the cluster and make it ready", interval=POLL_SECONDS, diagnose=experiments.diagnose)
     # The integration tests' stand-in writes, for a ready cluster, what real ECK wrote here.
     assert what_esbench_reads({**ready, "status": eck_status(ready, up=True)}) == what_esbench_reads(ready)
-    experiment = experiments.wait_finished("quickstart")
+    experiments.wait_finished("quickstart")
+    # Recorded in the results store the chart created (operator fixture): an ECK cluster in the
+    # operator's restricted namespace, written over HTTPS with ECK's CA as ECK's elastic user.
+    experiment = wait_for(lambda: (e := experiments.get("quickstart")) and recorded(e) and e, 300,
+                          what="the Experiment to be recorded in the chart's results store", interval=POLL_SECONDS,
+                          diagnose=lambda: experiments.diagnose() + "\n" + experiments.operator_log()[-3000:])
     status = experiment["status"]
+    assert condition(experiment, "Recorded")["message"].startswith("Recorded in the results store as race ")
+    store = operator["results_store"]
+    (deployment,) = experiments.apps.list_namespaced_deployment(operator["namespace"]).items
+    env = {e.name: e.value for e in deployment.spec.template.spec.containers[0].env}
+    assert env["ESBENCH_RESULTS_STORE_URL"] == f"https://{store}-es-http.{operator['namespace']}.svc:9200"
+    (store_pod,) = experiments.core.list_namespaced_pod(
+        operator["namespace"], label_selector=f"elasticsearch.k8s.elastic.co/cluster-name={store}").items
+    assert store_pod.status.phase == "Running"  # so Pod Security "restricted" admitted it
 
     assert status["clusterVersion"] == version
     assert status["raceId"] == created["metadata"]["uid"]
-    assert {c["type"]: c["status"] for c in status["conditions"]} == {"ClusterReady": "True", "BenchmarkComplete": "True"}
+    assert {c["type"]: c["status"] for c in status["conditions"]} == {
+        "ClusterReady": "True", "BenchmarkComplete": "True", "Recorded": "True"}
     results = status["results"]
     assert results["track"] == "smoke" and results["distributionVersion"] == version
     tasks = {task["task"]: task for task in results["tasks"]}

@@ -149,7 +149,7 @@ Roles. Deliberately nothing on Secrets: the Rally pod gets ECK's credentials by 
 # The full race.json, kept beside the Experiment; read back to record it in the results store.
 - apiGroups: [""]
   resources: [configmaps]
-  verbs: {{ if .Values.resultsStore.url }}[create, get]{{ else }}[create]{{ end }}
+  verbs: {{ if (include "esbench.resultsStore" . | fromYaml).url }}[create, get]{{ else }}[create]{{ end }}
 # Events on Experiments (kopf.event and kopf's own handler errors); listed for ECK's reason
 # when it marks a cluster Invalid.
 - apiGroups: [""]
@@ -173,9 +173,35 @@ reproducibility record. API discovery (/api, /apis) and /version need no grant.
   verbs: [get]
 {{- end }}
 
+{{/* The name of the results store the chart creates (resultsStore.create): an ECK cluster name. */}}
+{{- define "esbench.resultsStoreCluster" -}}
+{{- printf "%s-results" (include "esbench.fullname" .) | trunc 36 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+The results store the operator writes to, as YAML (url, username, passwordSecret, caSecret): the
+values' own, or those of the cluster the chart creates, by ECK's names for its Service and
+Secrets. An empty url: no store.
+*/}}
+{{- define "esbench.resultsStore" -}}
+{{- $values := .Values.resultsStore }}
+{{- if $values.create.enabled }}
+{{- if $values.url }}
+{{- fail "resultsStore: set url (an existing store) or create.enabled (a store the chart creates), not both" }}
+{{- end }}
+{{- $cluster := include "esbench.resultsStoreCluster" . }}
+url: {{ printf "https://%s-es-http.%s.svc:9200" $cluster .Release.Namespace }}
+username: elastic
+passwordSecret: {name: {{ $cluster }}-es-elastic-user, key: elastic}
+caSecret: {name: {{ $cluster }}-es-http-certs-public, key: ca.crt}
+{{- else }}
+{{- pick $values "url" "username" "passwordSecret" "caSecret" | toYaml }}
+{{- end }}
+{{- end }}
+
 {{/* The port of the results store's URL (its scheme's default when it names none). */}}
 {{- define "esbench.resultsStorePort" -}}
-{{- $url := urlParse .Values.resultsStore.url -}}
+{{- $url := urlParse (include "esbench.resultsStore" . | fromYaml).url -}}
 {{- $host := splitList ":" $url.host -}}
 {{- if gt (len $host) 1 }}{{ last $host }}{{ else if eq $url.scheme "https" }}443{{ else }}80{{ end -}}
 {{- end -}}
