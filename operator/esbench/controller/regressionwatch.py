@@ -35,9 +35,15 @@ def per_run(points: list[SeriesPoint]) -> list[SeriesPoint]:
     runs: dict[str, list[SeriesPoint]] = {}
     for point in points:
         runs.setdefault(point.sweep or point.race_id, []).append(point)
-    return [replace(together[0], value=statistics.median(p.value for p in together),
-                    experiment=together[0].sweep.rsplit("/", 1)[1]) if together[0].sweep else together[0]
-            for together in runs.values()]
+
+    def one_point(together: list[SeriesPoint]) -> SeriesPoint:
+        first = together[0]
+        if first.sweep is None:
+            return first
+        return replace(first, value=statistics.median(p.value for p in together),
+                       experiment=first.sweep.rsplit("/", 1)[1])
+
+    return [one_point(together) for together in runs.values()]
 
 
 def check(run: str, scheduled_at: str, watched: dict[str, str | None],
