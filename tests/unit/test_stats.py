@@ -449,6 +449,21 @@ def test_pairing_by_round_cancels_drift_that_hides_an_effect_from_independent_sa
     assert rows[0].cells[1].summary.n == 5 and rows[0].cells[1].verdict == Verdict.BETTER
 
 
+def test_a_figure_no_round_has_in_both_cells_is_no_change_when_paired():
+    """As in 004's clients curve: rejections reported in a later round of the contender only."""
+    def results(rejections: float | None) -> models.Results:
+        resources = models.TaskResources(seconds=30.0, nodes=1, write_rejections=rejections) if rejections else None
+        return models.Results(tasks=[models.TaskResult(task="t0", resources=resources, throughput=models.Throughput(
+            median=1000.0, unit="docs/s"))])
+
+    samples = {"c0": [results(None), results(None), results(4.0)], "c1": [results(3.0), results(2.0), results(None)]}
+    rows = stats.compare_cells(samples, "c0", models.Statistics(paired=True), (), {"c0": [1, 2, 3], "c1": [1, 2, 3]})
+    rejections = next(row for row in rows if row.metric.key == "write_rejections")
+    (baseline, contender) = rejections.cells
+    assert (baseline.summary.n, contender.summary.n) == (1, 2)
+    assert contender.change_percent is None and contender.verdict == Verdict.INSUFFICIENT_DATA
+
+
 def test_paired_a_a_sweeps_on_a_drifting_node_keep_false_verdicts_at_the_stated_rate():
     generator, sweeps, alpha = random.Random(21), 400, 0.05
     false_sweeps = 0

@@ -446,10 +446,11 @@ def compare_cells(
                     shift = (paired([y - x for x, y in zip(b, c, strict=True)]) if pairing
                              else SHIFTS[statistics_.test](b, c))
                     pending[family].append(_Pending(len(rows), len(cells), shift, on, len(b), len(c)))
-                    estimate = shift.estimate
-                else:  # a difference between single runs (or a mean): no interval, no verdict
-                    estimate = statistics.fmean(c) - statistics.fmean(b)
-                change = _percent(on, estimate)
+                    change = _percent(on, shift.estimate)
+                elif b and c:  # a difference between single runs (or a mean): no interval, no verdict
+                    change = _percent(on, statistics.fmean(c) - statistics.fmean(b))
+                # Else paired, and no round has the figure in both cells (e.g. a figure only some races
+                # report): no change to state.
             cells.append(CellStats(cell, summary, change, noisy, Verdict.INSUFFICIENT_DATA))
         rows.append(Row(key[0], key[1], first[key].metric, units.get(key), cells, family))
 
