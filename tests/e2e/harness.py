@@ -168,6 +168,8 @@ def installed_operator(cluster: Cluster, resync_seconds: int = 2, results_store:
                        "resultsStore.create.resources.requests.cpu": "100m",
                        "resultsStore.create.resources.requests.memory": "1Gi",
                        "resultsStore.create.resources.limits.memory": "1Gi",
+                       # Bounds what its start takes from the suites that race beside the e2e run.
+                       "resultsStore.create.resources.limits.cpu": "500m",
                        "resultsStore.create.storage.size": "1Gi"})
         if cluster.flavour == "node":
             values["resultsStore.create.image"] = es_image()

@@ -81,6 +81,13 @@ class Experiments:
             f"{experiment['status'].get('reason')}: {experiment['status'].get('message')}\n{self.diagnose()}")
         return experiment
 
+    def wait_recorded(self, name: str) -> dict[str, Any]:
+        """The Experiment once written to the results store the chart created (operator fixture):
+        its last change."""
+        return wait_for(lambda: (e := self.get(name)) and recorded(e) and e, 300,
+                        what=f"Experiment {name} to be recorded in the chart's results store", interval=POLL_SECONDS,
+                        diagnose=lambda: self.diagnose() + "\n" + self.operator_log()[-3000:])
+
     def elasticsearches(self) -> list[dict[str, Any]]:
         return self.custom.list_namespaced_custom_object(*ECK[:2], self.namespace, ECK[2])["items"]
 
@@ -178,9 +185,7 @@ def test_quickstart_succeeds_with_sane_results_and_cleans_up_its_cluster(cluster
     experiments.wait_finished("quickstart")
     # Recorded in the results store the chart created (operator fixture): an ECK cluster in the
     # operator's restricted namespace, written over HTTPS with ECK's CA as ECK's elastic user.
-    experiment = wait_for(lambda: (e := experiments.get("quickstart")) and recorded(e) and e, 300,
-                          what="the Experiment to be recorded in the chart's results store", interval=POLL_SECONDS,
-                          diagnose=lambda: experiments.diagnose() + "\n" + experiments.operator_log()[-3000:])
+    experiment = experiments.wait_recorded("quickstart")
     status = experiment["status"]
     assert condition(experiment, "Recorded")["message"].startswith("Recorded in the results store as race ")
     store = operator["results_store"]
@@ -306,7 +311,8 @@ def test_operator_pod_killed_mid_race_experiment_still_finishes_once_and_deletin
         and p.status.container_statuses[0].ready for p in experiments.operator_pods()), 180,
         what="a new operator pod to be ready", interval=POLL_SECONDS, diagnose=experiments.diagnose)
 
-    experiment = experiments.wait_finished("quickstart")
+    experiments.wait_finished("quickstart")
+    experiment = experiments.wait_recorded("quickstart")  # its last write: the store's Recorded condition
     # Still the one cluster and the one Job: the restarted operator adopted them, made no second.
     assert [job.metadata.uid for job in experiments.jobs()] == [job_uid]
     assert [es["metadata"]["uid"] for es in experiments.elasticsearches()] == [cluster_uid]
