@@ -114,7 +114,7 @@ debian_rootfs_hooks=(
 mmdebstrap --quiet --variant=apt --include=openjdk-17-jre-headless,curl,netcat-openbsd "${debian_rootfs_hooks[@]}" \
   "$DEBIAN_SUITE" "$work/rootfs" "$DEBIAN_MIRROR" >&2
 
-python3 "$images_dir/oci-pack.py" --rootfs "$work/rootfs" --name "$name" --out "$archive" \
+python3 "$images_dir/oci-pack.py" --layer "$work/rootfs" --name "$name" --out "$archive" \
   --entrypoint '["/usr/local/bin/es-entrypoint.sh"]' --user 1000:0 --workdir /usr/share/elasticsearch \
   --env PATH=/usr/share/elasticsearch/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
   --env ES_JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64 \

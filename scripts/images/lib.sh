@@ -59,7 +59,7 @@ binary_image() {
     --customize-hook="copy-in $binary /" \
     --customize-hook="mkdir -p \"\$1$(dirname "$target")\" && mv \"\$1/$(basename "$binary")\" \"\$1$target\"" \
     "$DEBIAN_SUITE" "$work/rootfs" "$DEBIAN_MIRROR" >&2
-  python3 "$images_dir/oci-pack.py" --rootfs "$work/rootfs" --name "docker.io/local/$name:$version" \
+  python3 "$images_dir/oci-pack.py" --layer "$work/rootfs" --name "docker.io/local/$name:$version" \
     --out "$archive" --entrypoint "[\"$target\"]" --user "$user" >/dev/null
   prune_older "$name-$version" "$archive"
   echo "$archive"

@@ -1,16 +1,20 @@
 #!/usr/bin/env python3
-"""Packs a root filesystem folder into a single-layer OCI image archive, without a registry.
+"""Packs root filesystem layers into an OCI image archive, without a registry.
 
 There is no container registry on the test machines, so images are built as plain folders
 (mmdebstrap + files) and packed here into an OCI layout tar that `ctr images import` takes.
 The image is named in the archive (annotation io.containerd.image.name) as docker.io/local/NAME:TAG,
 because the CRI normalises `local/NAME:TAG` in a pod spec to exactly that.
 
-The layer is an uncompressed tar made by GNU tar with sorted names, fixed mtimes and numeric
+Each layer is an uncompressed tar made by GNU tar with sorted names, fixed mtimes and numeric
 owners: the same folder always gives the same layer digest, and import skips compression work.
+A layer is given as a folder (packed here) or as a tar packed earlier (`oci-pack.py layer`), so
+that a script can cache the layers that rarely change; lowest first. A layer folder holds what
+it adds or changes; deletions (whiteouts) are not supported.
 
-Usage: oci-pack.py --rootfs DIR --name docker.io/local/NAME:TAG --out FILE.tar
+Usage: oci-pack.py --layer DIR|LAYER.tar [--layer ...] --name docker.io/local/NAME:TAG --out FILE.tar
                    [--entrypoint JSON] [--cmd JSON] [--user U:G] [--workdir DIR] [--env K=V ...]
+       oci-pack.py layer DIR LAYER.tar
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import io
 import json
 import os
 import subprocess
+import sys
 import tarfile
 import tempfile
 from pathlib import Path
@@ -46,8 +51,14 @@ def make_layer(rootfs: Path, out: Path) -> None:
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["layer"]:
+        folder, out = map(Path, sys.argv[2:])
+        tmp_out = out.with_name(out.name + ".tmp")
+        make_layer(folder, tmp_out)
+        os.replace(tmp_out, out)
+        return
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rootfs", type=Path, required=True)
+    parser.add_argument("--layer", type=Path, action="append", required=True, help="a folder or a packed layer tar")
     parser.add_argument("--name", required=True, help="full image name, e.g. docker.io/local/esbench:0.1.0")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--entrypoint", type=json.loads, default=None)
@@ -58,9 +69,13 @@ def main() -> None:
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(dir=args.out.parent) as scratch:
-        layer = Path(scratch) / "layer.tar"
-        make_layer(args.rootfs, layer)
-        layer_digest = sha256_file(layer)
+        layers = []
+        for number, given in enumerate(args.layer):
+            if given.is_dir():
+                packed = Path(scratch) / f"layer{number}.tar"
+                make_layer(given, packed)
+                given = packed
+            layers.append((given, sha256_file(given)))
 
         config: dict = {"Env": args.env or ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]}
         if args.entrypoint is not None:
@@ -73,15 +88,16 @@ def main() -> None:
             config["WorkingDir"] = args.workdir
         image_config = json.dumps({
             "architecture": "amd64", "os": "linux", "created": "1970-01-01T00:00:00Z", "config": config,
-            "rootfs": {"type": "layers", "diff_ids": [f"sha256:{layer_digest}"]},
-            "history": [{"created": "1970-01-01T00:00:00Z", "created_by": "scripts/images (rootfs folder, oci-pack.py)"}],
+            "rootfs": {"type": "layers", "diff_ids": [f"sha256:{digest}" for _, digest in layers]},
+            "history": [{"created": "1970-01-01T00:00:00Z", "created_by": f"scripts/images ({layer.name}, oci-pack.py)"}
+                        for layer, _ in layers],
         }, sort_keys=True).encode()
         manifest = json.dumps({
             "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
             "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
                        "digest": f"sha256:{hashlib.sha256(image_config).hexdigest()}", "size": len(image_config)},
             "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar",
-                        "digest": f"sha256:{layer_digest}", "size": layer.stat().st_size}],
+                        "digest": f"sha256:{digest}", "size": layer.stat().st_size} for layer, digest in layers],
         }, sort_keys=True).encode()
         tag = args.name.rsplit(":", 1)[1]
         index = json.dumps({
@@ -102,7 +118,8 @@ def main() -> None:
             add_bytes("index.json", index)
             add_bytes(f"blobs/sha256/{hashlib.sha256(manifest).hexdigest()}", manifest)
             add_bytes(f"blobs/sha256/{hashlib.sha256(image_config).hexdigest()}", image_config)
-            archive.add(layer, arcname=f"blobs/sha256/{layer_digest}")
+            for layer, digest in layers:
+                archive.add(layer, arcname=f"blobs/sha256/{digest}")
         # Rename last: an interrupted build never leaves an archive that looks finished.
         os.replace(tmp_out, args.out)
     print(args.out)

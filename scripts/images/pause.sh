@@ -12,7 +12,7 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/rootfs"
 gcc -Os -static -o "$work/rootfs/pause" "$images_dir/pause.c"
 strip "$work/rootfs/pause"
-python3 "$images_dir/oci-pack.py" --rootfs "$work/rootfs" --name "$name" --out "$archive" \
+python3 "$images_dir/oci-pack.py" --layer "$work/rootfs" --name "$name" --out "$archive" \
   --entrypoint '["/pause"]' --user 65535:65535 >/dev/null
 prune_older "pause-3.10" "$archive"
 echo "$archive"

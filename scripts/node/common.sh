@@ -3,6 +3,12 @@
 NODE_DIR=${ESBENCH_NODE_DIR:-/var/lib/esbench-node}
 RUN_DIR=/run/esbench-node
 CONTAINERD_SOCK=$RUN_DIR/containerd/containerd.sock
+# containerd's root (its images, their unpacked layers, its metadata) outlives the node, in the
+# cache: a new node finds the images of the last one and imports only what changed. down.sh
+# marks it clean (CONTAINERD_CLEAN) once no container is left in it; up.sh starts afresh from
+# one not marked (a node that ended without down.sh).
+CONTAINERD_ROOT=${ESBENCH_CACHE:-$HOME/.cache/esbench}/node-containerd
+CONTAINERD_CLEAN=$CONTAINERD_ROOT/clean
 NODE_NAME=esbench-node
 SERVICE_CIDR=10.96.0.0/12
 KUBERNETES_SERVICE_IP=10.96.0.1

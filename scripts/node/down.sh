@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Tears down the single node of up.sh completely, also after a failed or interrupted up.sh:
 # every container and process it started, its network namespaces and mounts, the cni0 bridge,
-# kube-proxy's KUBE-* and the CNI plugins' CNI-* iptables chains, and its state folders.
+# kube-proxy's KUBE-* and the CNI plugins' CNI-* iptables chains, and its state folders; only
+# containerd's root, which holds the images, stays in the cache (scripts/node/common.sh).
 # Safe to run twice. Touches nothing it did not create (the host's own containerd, Docker's
 # chains and other iptables rules stay).
 set -uo pipefail
@@ -37,15 +38,19 @@ if [ -S "$CONTAINERD_SOCK" ]; then
   sleep 1
   for task in $(ctr tasks ls -q 2>/dev/null); do ctr tasks delete --force "$task" >/dev/null 2>&1; done
   for container in $(ctr containers ls -q 2>/dev/null); do ctr containers delete "$container" >/dev/null 2>&1; done
+  containers_left=$(ctr containers ls -q 2>/dev/null || echo unknown)
 fi
 stop coredns kube-proxy kube-scheduler kube-controller-manager kube-apiserver containerd
 stop etcd
+# containerd's root stays, for the next node's images, if no container is left in it.
+[ -d "$CONTAINERD_ROOT" ] && [ -z "${containers_left-unknown}" ] && : > "$CONTAINERD_CLEAN"
 # Shims of our containerd that outlived it: found by our socket path on their command line.
 for pid in $(pgrep -f -- "containerd-shim-runc-v2 .*-address $CONTAINERD_SOCK" || true); do kill -KILL "$pid" 2>/dev/null; done
 
 # Mounts under our folders (container rootfs, netns, kubelet volumes), deepest first.
 for _ in 1 2 3; do
-  mounts=$(awk -v a="$NODE_DIR" -v b="$RUN_DIR" 'index($2, a) == 1 || index($2, b) == 1 {print $2}' /proc/self/mounts | sort -r)
+  mounts=$(awk -v a="$NODE_DIR" -v b="$RUN_DIR" -v c="$CONTAINERD_ROOT" \
+    'index($2, a) == 1 || index($2, b) == 1 || index($2, c) == 1 {print $2}' /proc/self/mounts | sort -r)
   [ -z "$mounts" ] && break
   for m in $mounts; do umount -l "$m" 2>/dev/null; done
 done

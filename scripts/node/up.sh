@@ -11,7 +11,8 @@
 #
 # Usage: scripts/node/up.sh      then  export KUBECONFIG=$ESBENCH_NODE_DIR/admin.kubeconfig
 #        scripts/node/down.sh    stops everything and removes every trace (run it even after a failed up)
-# State: $ESBENCH_NODE_DIR (default /var/lib/esbench-node); sockets and netns under /run/esbench-node.
+# State: $ESBENCH_NODE_DIR (default /var/lib/esbench-node); sockets and netns under /run/esbench-node;
+# containerd's root, with the images, in $ESBENCH_CACHE/node-containerd (kept by down.sh).
 # Fixed ports (kubelet 10250 etc. cannot move without breaking `kubectl logs`) are checked first.
 set -euo pipefail
 
@@ -133,7 +134,7 @@ launch kube-scheduler "$k8s_bin/kube-scheduler" \
 # sockets and network namespaces under our folders so down.sh can remove all of it.
 cat > "$NODE_DIR/containerd/config.toml" <<EOF
 version = 2
-root = "$NODE_DIR/containerd/root"
+root = "$CONTAINERD_ROOT"
 state = "$RUN_DIR/containerd"
 [grpc]
   address = "$CONTAINERD_SOCK"
@@ -167,6 +168,8 @@ cat > "$NODE_DIR/cni/net.d/10-esbench.conflist" <<EOF
   {"type": "firewall"}
 ]}
 EOF
+[ -e "$CONTAINERD_CLEAN" ] || rm -rf "$CONTAINERD_ROOT"
+rm -f "$CONTAINERD_CLEAN"
 launch containerd /usr/bin/containerd --config "$NODE_DIR/containerd/config.toml"
 wait_for "containerd" 30 ctr version
 ctr images import "$PAUSE_ARCHIVE" >/dev/null
