@@ -12,7 +12,7 @@ import json
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich import box
@@ -20,13 +20,16 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from esbench.analysis import changepoints, compare, history_page
+from esbench.analysis import changepoints, compare
 from esbench.api import models
 from esbench.cli import credentials, localsweep, rendering, sources
 from esbench.esclient import Client
 from esbench.history import records
 from esbench.history.esstore import ElasticsearchStore, StoreUnavailable
 from esbench.history.localstore import LocalStore, UnknownConfiguration, default_path
+
+if TYPE_CHECKING:
+    from esbench.analysis import history_page
 
 DEFAULT_METRIC = "service_time.p50"
 
@@ -143,6 +146,7 @@ def _series(store: LocalStore, wanted: list[tuple[str, str]], tasks: tuple[str, 
             max_pvalue: float, min_magnitude: float) -> list[tuple[str, str, history_page.Series]]:
     """For each (configuration, metric) wanted, the metric's series of each task (default: every
     one that has it) with its change points, found in one call to Otava."""
+    from esbench.analysis import history_page  # matplotlib: loaded only by the commands that need it
     found = [(configuration, metric, subject, runs) for configuration, metric in wanted
              for subject in tasks or store.subjects(configuration)
              if (runs := store.series(configuration, subject, metric))]
@@ -154,6 +158,8 @@ def _series(store: LocalStore, wanted: list[tuple[str, str]], tasks: tuple[str, 
 
 def _write_page(store: LocalStore, configuration: str, metric: str, found: list[history_page.Series],
                 max_pvalue: float, path: Path) -> None:
+    from esbench.analysis import history_page
+
     path.write_text(history_page.to_html(configuration, metric, found, store.latest_spec(configuration), max_pvalue))
 
 
