@@ -141,9 +141,12 @@ def test_fixed_rates_are_held_and_each_task_gets_the_node_cpu_of_its_own_window(
     assert (run.work_dir / "node-stats.json").exists()
 
 
-def test_a_bulk_size_in_bytes_becomes_documents_of_the_generated_corpus(clusters, race):
+def test_a_bulk_size_in_bytes_becomes_documents_of_the_generated_corpus_and_the_mapping_variants_reach_the_index(
+        clusters, race):
+    """Also the index-size variants of study 004 (one race for both: the suite's time)."""
     cluster = clusters.get(LATEST)
-    params = {"doc_count": DOC_COUNT, "message_bytes": 5000, "bulk_bytes": 100_000}
+    params = {"doc_count": DOC_COUNT, "message_bytes": 5000, "bulk_bytes": 100_000,
+              "source_enabled": False, "message_mapping": "keyword-stored", "force_merge_segments": 1}
     run = race(spec("indexing", index={}, trackParams=params), cluster.url)
     assert run.exit_code == 0, run.output
     line = next(line for line in run.output.splitlines() if line.startswith("esbench: bulk_bytes 100000 is bulk_size"))
@@ -151,6 +154,10 @@ def test_a_bulk_size_in_bytes_becomes_documents_of_the_generated_corpus(clusters
     assert "bulk_bytes" not in run.report.results.track_params and f"bulk_size {bulk_size} " in line
     assert 16 <= bulk_size <= 22  # 100 kB of documents of about 5.3 kB
     assert count_documents(cluster, "indexing") == DOC_COUNT
+    mappings = cluster.client.get("indexing/_mapping")["indexing"]["mappings"]
+    assert mappings["_source"] == {"enabled": False}
+    assert mappings["properties"]["message"] == {"type": "keyword", "ignore_above": 10922, "store": True}
+    assert run.report.results.cluster.segment_count == 1  # force-merged (short tasks have no figures of their own)
 
 
 def test_every_period_form_of_period_search_finds_the_same_people(clusters, race):
