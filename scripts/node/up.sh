@@ -172,7 +172,7 @@ EOF
 rm -f "$CONTAINERD_CLEAN"
 launch containerd /usr/bin/containerd --config "$NODE_DIR/containerd/config.toml"
 wait_for "containerd" 30 ctr version
-ctr images import "$PAUSE_ARCHIVE" >/dev/null
+bash "$repo_root/scripts/images/import.sh" "$PAUSE_ARCHIVE"  # kept from the last node: skipped
 
 # ---- kubelet
 cat > "$NODE_DIR/kubelet/config.yaml" <<EOF
