@@ -1,15 +1,17 @@
 """Profiles (spec.profile): async-profiler attached to the node `esbench run` starts, the race's
 recording cut by the tasks' windows, and two profiles compared (`esbench profile`). Real
-Elasticsearch, real esrally, the real profiler from Maven Central."""
+Elasticsearch, real esrally, the real profiler from Maven Central. The race is study 000's,
+reduced: this is also that study's test."""
 
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 
 import yaml
 
-from esbench.analysis import profiles
+from esbench.analysis import contrasts, profiles
 from esbench.api import models
 from tests.runner.test_studies import study_spec
 
@@ -18,8 +20,14 @@ def _stacks(folder, task: models.TaskResult) -> profiles.Stacks:
     return profiles.parse(gzip.decompress((folder / task.profile.stacks).read_bytes()).decode())
 
 
+SOURCE_TASKS = ["paginate-full-source", "paginate-no-source", "paginate-source-title", "paginate-fields-title",
+                "paginate-source-body", "paginate-fields-body"]
+
+
 def test_a_profiled_run_has_a_profile_per_task_and_finds_each_tasks_hot_path(esbench, esrally, tmp_path):
-    """Study 000 reduced (its six ways of returning fields, 8.7.1), profiled on CPU time."""
+    """Study 000 reduced, profiled on CPU time: its six ways of returning fields on 8.7.1, 2000
+    documents of about 8 KB in pages of 500 (the study: 25000 of about 38 KB in pages of 1000),
+    one warm-up and three measured exports per task."""
     spec = study_spec("000-source-filtering/sweep.yaml",
                       trackParams={"doc_count": 2000, "body_bytes": 8000, "page_size": 500,
                                    "search_warmup_iterations": 1, "search_iterations": 3})
@@ -33,8 +41,18 @@ def test_a_profiled_run_has_a_profile_per_task_and_finds_each_tasks_hot_path(esb
     results = models.Results.model_validate(json.loads((tmp_path / "profiled.json").read_text())["status"]["results"])
     assert results.profile == models.ProfileRecording(profiler="async-profiler 4.6", event="cpu", interval="5ms",
                                                       folder="profiled.profiles")
-    folder = tmp_path / "profiled.profiles"
     tasks = {t.task: t for t in results.tasks}
+    # The study's race: a merged index exported six ways, one after the other, compared task by task.
+    assert results.cluster.segment_count == 1  # force-merged, as the seed's PMC track does
+    for earlier, later in itertools.pairwise(tasks[n] for n in SOURCE_TASKS):
+        assert earlier.end <= later.start
+    for name in SOURCE_TASKS:
+        assert tasks[name].service_time.p50 > 0 and tasks[name].error_rate == 0, name
+    (contrast,) = contrasts.to_wire([results], models.ExperimentSpec.model_validate(spec).workload)
+    p50 = next(r for r in contrast["rows"] if r["metric"] == "service_time.p50")
+    assert [c["cell"] for c in p50["cells"]] == SOURCE_TASKS and "missingTasks" not in contrast
+
+    folder = tmp_path / "profiled.profiles"
     for task in tasks.values():  # every task has its window's profile
         assert task.profile and task.profile.samples > 0 and task.profile.top, task.task
         assert (folder / task.profile.flame_graph).read_text().startswith("<!DOCTYPE html>")

@@ -12,11 +12,12 @@ import yaml
 
 from esbench.analysis import contrasts
 from esbench.api import models
+from esbench.controller import grid
 from tests.support.elasticsearch import LATEST
 from tests.support.result_files import FIXTURES
 
 STUDIES = FIXTURES.parents[2] / "examples" / "studies"
-QUERIES = ["match-terms", "ranges", "integer-range", "decades-and-edges", "terms-only"]  # the sweep leaves out `match`
+QUERIES = ["match-terms", "ranges", "integer-range", "decades-and-edges", "terms-only"]  # the study's `queries`: no `match`
 
 
 def study_spec(path: str, **workload_changes) -> dict:
@@ -30,12 +31,16 @@ def study_spec(path: str, **workload_changes) -> dict:
 
 @pytest.mark.measures
 def test_001_node_cpu_per_query_form_at_a_fixed_rate(clusters, race):
-    """Reduced: 3000 people, 20 requests/s for 5 s per form (the study: 1M, 6/s for 30 s). A
-    higher rate than the seed's keeps Rally's throughput median within 5 % of the target over
-    a short period (it counts requests in 1 s buckets)."""
-    spec = study_spec("001-range-queries-cpu/sweep.yaml",
-                      trackParams={"doc_count": 3000},
-                      load={"targetThroughput": 20, "timePeriodSeconds": 5, "warmupTimePeriodSeconds": 1})
+    """Reduced: 3000 people, 5 s per form after 1 s of warm-up (the study: 1M, 30 s after 10 s),
+    at the study's 20 requests/s from 4 clients, the forms in the order of the sweep's second
+    round."""
+    path = "001-range-queries-cpu/sweep.yaml"
+    (sweep,) = [d for d in yaml.safe_load_all((STUDIES / path).read_text()) if d]
+    per_round = models.SweepSpec.model_validate(sweep["spec"]).per_round
+    order = grid.round_spec(study_spec(path), per_round, 2)["workload"]["trackParams"]["queries"]
+    assert sorted(order) == sorted(QUERIES) and order != QUERIES
+    spec = study_spec(path, trackParams={"doc_count": 3000, "queries": order},
+                      load={**study_spec(path)["workload"]["load"], "timePeriodSeconds": 5, "warmupTimePeriodSeconds": 1})
     assert spec["elasticsearch"]["version"] == LATEST
     cluster = clusters.get(LATEST)
     run = race(spec, cluster.url)
@@ -45,7 +50,7 @@ def test_001_node_cpu_per_query_form_at_a_fixed_rate(clusters, race):
     for name in QUERIES:
         assert tasks[name].throughput.median == pytest.approx(20, rel=0.05), name
         assert tasks[name].resources.process_cpu_percent > 0, name
-    for earlier, later in itertools.pairwise(sorted((tasks[n] for n in QUERIES), key=lambda t: t.start)):
+    for earlier, later in itertools.pairwise(tasks[n] for n in order):  # one after the other, in the round's order
         assert earlier.end <= later.start
     settings = cluster.client.get("period-search/_settings")["period-search"]["settings"]["index"]
     assert settings["queries"]["cache"]["enabled"] == "false"
@@ -124,35 +129,7 @@ def test_002_random_hits_read_the_disk_when_the_store_is_several_times_the_page_
              for key, value in segment.get("attributes", {}).items() if key.startswith("Zstd")}
     assert modes == {"BEST_COMPRESSION"}, shards
 
-SOURCE_TASKS = ["paginate-full-source", "paginate-no-source", "paginate-source-title", "paginate-fields-title",
-                "paginate-source-body", "paginate-fields-body"]
-
-
-def test_000_every_way_of_returning_fields_exports_a_merged_index_newest_first(clusters, race):
-    """Reduced: 2000 documents of about 8 KB in pages of 500 (the study: 25000 of about 38 KB in
-    pages of 1000), one warm-up and two measured exports per task."""
-    spec = study_spec("000-source-filtering/sweep.yaml",
-                      trackParams={"doc_count": 2000, "body_bytes": 8000, "page_size": 500,
-                                   "search_warmup_iterations": 1, "search_iterations": 2})
-    cluster = clusters.get(spec["elasticsearch"]["version"])
-    run = race(spec, cluster.url)
-    assert run.exit_code == 0, run.output
-    results = run.report.results
-    tasks = {t.task: t for t in results.tasks}
-    assert results.cluster.segment_count == 1  # force-merged, as the seed's PMC track does
-    for earlier, later in itertools.pairwise(tasks[n] for n in SOURCE_TASKS):  # one after the other, in order
-        assert earlier.end <= later.start
-    for name in SOURCE_TASKS:
-        assert tasks[name].service_time.p50 > 0 and tasks[name].error_rate == 0, name
-    # The order each export reads in: newest first by the `created` timestamp.
-    page = cluster.client.request("POST", "source-filtering/_search", {
-        "size": 500, "sort": [{"created": "desc"}], "_source": ["id"], "query": {"match_all": {}}})
-    assert [h["_source"]["id"] for h in page["hits"]["hits"]] == list(range(1999, 1499, -1))
-    workload = models.ExperimentSpec.model_validate(spec).workload
-    (contrast,) = contrasts.to_wire([results], workload)
-    p50 = next(r for r in contrast["rows"] if r["metric"] == "service_time.p50")
-    assert [c["cell"] for c in p50["cells"]] == SOURCE_TASKS
-    assert "missingTasks" not in contrast
+# Study 000 reduced is raced profiled, by `esbench run`: tests/cli/test_profile.py.
 
 
 def test_003_the_esql_study_runs_up_to_its_queries_where_es_ql_is_missing(clusters, race):

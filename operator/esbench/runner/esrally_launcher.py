@@ -1,16 +1,21 @@
-"""esrally, with its actors polling for finished work every half second instead of every five.
+"""esrally, with its actors polling for finished work every half second instead of every five,
+and its shutdown waiting as long.
 
 Run by esrally's own interpreter (`python esrally_launcher.py race ...`), never imported by
 esbench: it needs Rally's virtualenv. Rally's workers and track-preparation executors look for a
 finished task on a fixed wake-up interval, so each of a race's join points and preparation
 rounds costs up to that interval, however short its task (a delete-index, a create-index, a
 health check). Rally's test mode already polls every half second; this launcher applies the same
-interval to every race. Rally forks its actors, so the patched classes reach all of them. The
-file name keeps "esrally" on the command line, where Rally (and the runner) look for Rally
-processes.
+interval to every race. Rally forks its actors, so the patched classes reach all of them.
+After a race, Rally's main process sleeps three seconds "for outstanding messages" before it
+shuts its actor system down, then checks every second that it is gone: by then the race's
+results are written and every actor has been told to exit (the shutdown ends them anyway), so
+those sleeps are capped at the same half second. The file name keeps "esrally" on the command
+line, where Rally (and the runner) look for Rally processes.
 """
 
 import sys
+import time
 
 from esrally import rally
 from esrally.driver import driver
@@ -27,6 +32,20 @@ def _polling_executor_init(self):
 
 
 driver.TaskExecutionActor.__init__ = _polling_executor_init
+
+
+class _CappedSleeps:
+    """The `time` module as rally.py (its main process only) sees it, with shorter sleeps."""
+
+    def __getattr__(self, name):
+        return getattr(time, name)
+
+    @staticmethod
+    def sleep(seconds):
+        time.sleep(min(seconds, POLL_SECONDS))
+
+
+rally.time = _CappedSleeps()
 
 if __name__ == "__main__":
     sys.exit(rally.main())
