@@ -155,6 +155,32 @@ def test_what_admission_checks_against_the_creator_cannot_vary_between_cells(fie
             plan(*matrix, include=include)
 
 
+ORDERS = {"field": "workload.trackParams.queries", "values": [["a", "b"], ["b", "a"]]}
+
+
+def test_a_round_the_crd_rejects_is_invalid_naming_the_cell_and_the_round():
+    shards = {"field": "workload.trackParams.number_of_shards", "values": [1, 2]}
+    with pytest.raises(grid.InvalidSweep) as error:
+        plan(CODECS, per_round=[shards], template={**TEMPLATE, "index": {"shards": 3}})
+    assert str(error.value).startswith('cell c0 (index.codec="default") in round 1: ')
+    assert "workload.trackParams.number_of_shards conflicts with index.shards" in str(error.value)
+
+
+@pytest.mark.parametrize("field", ["workload.source", "workload.repository.url"])
+def test_what_admission_checks_against_the_creator_cannot_vary_between_rounds(field):
+    with pytest.raises(grid.InvalidSweep, match=f"field '{field}' cannot vary between cells"):
+        plan(CODECS, per_round=[{"field": field, "values": ["x"]}])
+
+
+def test_a_rounds_values_come_round_again_and_leave_the_cells_as_they_are():
+    p = plan(CODECS, per_round=[ORDERS])
+    assert all("queries" not in (cell.spec["workload"].get("trackParams") or {}) for cell in p.cells)
+    per_round = sweep(CODECS, per_round=[ORDERS]).per_round
+    assert [grid.round_spec(p.cells[1].spec, per_round, r)["workload"]["trackParams"]["queries"] for r in (1, 2, 3)] \
+        == [["a", "b"], ["b", "a"], ["a", "b"]]
+    assert grid.round_spec(p.cells[1].spec, None, 2) == p.cells[1].spec
+
+
 def test_cells_come_back_with_crd_defaults():
     spec = plan(CODECS).cells[0].spec
     assert spec["workload"]["source"] == "Bundled"

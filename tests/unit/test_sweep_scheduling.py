@@ -240,6 +240,20 @@ def test_a_run_on_a_shared_cluster_targets_it_and_is_owned_by_the_sweep():
     assert "elasticsearch" in manifests.sweep_run_manifest(sweep(), cell.id, cell.label, cell.spec, 2, 1, None)["spec"]
 
 
+def test_a_run_races_its_rounds_per_round_values_under_its_cells_configuration():
+    orders = {"field": "workload.trackParams.queries", "values": [["a", "b"], ["b", "a"]]}
+    spec = models.SweepSpec(template=TEMPLATE, matrix=[CODECS], per_round=[orders])
+    owner = manifests.Sweep("bench", "default", "sweep-uid", spec)
+    cells = grid.plan(spec, "bench", "default").cells
+    runs = {(c.id, r): manifests.sweep_run_manifest(owner, c.id, c.label, c.spec, r, 1, None) for c in cells for r in (1, 2)}
+    assert runs["c1", 1]["spec"]["workload"]["trackParams"]["queries"] == ["a", "b"]
+    assert runs["c0", 2]["spec"]["workload"]["trackParams"]["queries"] == runs["c1", 2]["spec"]["workload"][
+        "trackParams"]["queries"] == ["b", "a"]  # every cell of a round alike: pairing by round compares like with like
+    assert runs["c1", 2]["spec"]["index"] == cells[1].spec["index"]
+    configuration = {key: run["metadata"]["annotations"][models.CONFIGURATION_ANNOTATION] for key, run in runs.items()}
+    assert configuration["c1", 1] == configuration["c1", 2] != configuration["c0", 1]  # one series per cell
+
+
 def test_run_names_carry_cell_repetition_and_retry_within_the_name_limit():
     assert names.sweep_run_name("bench", "c3", 2, 1) == "bench-c3-r2"
     assert names.sweep_run_name("bench", "c3", 2, 2) == "bench-c3-r2-a2"

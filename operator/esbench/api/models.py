@@ -906,6 +906,22 @@ class Axis(Model):
     values: list[Any] = Field(min_length=1, max_length=50)
 
 
+class RoundAxis(Model):
+    """A track parameter that takes another value each round, the same in every cell of the round."""
+
+    field: str = Field(
+        max_length=256,
+        description="workload.trackParams.NAME, e.g. workload.trackParams.queries (the rest is one key).",
+        json_schema_extra=rules((r"self.matches('^workload\\.trackParams\\.[A-Za-z0-9_.-]+$')",
+                                 "perRound field must be a track parameter, workload.trackParams.NAME: a round may "
+                                 "change what the track asks, never the cluster, the index or the track, which the "
+                                 "cells compare"),))
+    values: list[Any] = Field(
+        min_length=1, max_length=50,
+        description="Round r (from 1) takes value number r modulo their count: the first round the first value; "
+                    "warm-up runs count their own rounds from 1.")
+
+
 class RunOrder(str, Enum):
     # Every cell once per round, rounds one after another: slow drift (warm caches, a
     # fragmenting disk, a noisy neighbour) spreads over all cells instead of biasing one.
@@ -975,6 +991,8 @@ class SweepSpec(Model):
          "((!has(self.order) || self.order != 'Sequential') && "
          "(!has(self.statistics.test) || self.statistics.test == 'WelchT'))",
          "statistics.paired compares the runs of one round: it needs order Interleaved or Shuffled and test WelchT"),
+        ("!has(self.perRound) || !has(self.matrix) || !self.perRound.exists(r, self.matrix.exists(a, a.field == r.field))",
+         "a field is either a matrix axis (compared) or perRound (varied, not compared), not both"),
         ("!has(self.maxRepetitions) || has(self.gates) || (has(self.statistics) && has(self.statistics.primary))",
          "maxRepetitions needs a primary question (statistics.primary or gates): further rounds go on until its "
          "intervals are narrow enough"),
@@ -985,6 +1003,13 @@ class SweepSpec(Model):
                         "the matrix's values set.")]
     matrix: list[Axis] = Field(
         [], max_length=8, description="The axes of the grid; the cells are every combination of their values.",
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["field"]})
+    per_round: list[RoundAxis] | None = Field(
+        None, max_length=4,
+        description="Track parameters that change from round to round and are not compared: every cell of a round "
+                    "gets the same value, so paired statistics still compare like with like. For what must vary "
+                    "across repetitions to average out, such as the order of a track's tasks (a task always run "
+                    "first, after indexing, would meet other caches and merges than one always run last).",
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["field"]})
     include: list[dict[str, Any]] | None = Field(
         None, max_length=50,

@@ -82,6 +82,13 @@ def with_value(spec: dict[str, Any], field: str, value: Any) -> dict[str, Any]:
     return result
 
 
+def round_spec(cell_spec: dict[str, Any], per_round: list[models.RoundAxis] | None, repetition: int) -> dict[str, Any]:
+    """The spec a cell's run of this round races: the cell's, with each perRound field's value of the round."""
+    for axis in per_round or []:
+        cell_spec = with_value(cell_spec, axis.field, axis.values[(repetition - 1) % len(axis.values)])
+    return cell_spec
+
+
 def cluster_key(cell_spec: dict[str, Any]) -> str:
     """Cells with the same key can share one cluster (one after another, each with a fresh index).
 
@@ -136,6 +143,23 @@ def cells(spec: models.SweepSpec, name: str, namespace: str) -> list[Cell]:
     the longest name a run of this sweep gets (names limit what ECK can make of nodeSets)."""
     assignments = _assignments(spec)
     longest_run = names.sweep_run_name(name, f"c{len(assignments) - 1}", spec.most_repetitions, spec.max_retries + 1)
+    for axis in spec.per_round or []:
+        _check_field(axis.field)
+    # The rounds' values repeat after the lists' least common multiple of rounds: those, or every
+    # round a run can have (warm-up runs count their own), hold every spec a run will race.
+    every_round = math.lcm(*(len(axis.values) for axis in spec.per_round or []))
+    rounds = range(1, min(every_round, max(spec.most_repetitions, spec.warmup_runs)) + 1)
+
+    def admitted(cell: Cell, where: str = "") -> dict[str, Any]:
+        document = {"apiVersion": models.API_VERSION, "kind": models.KIND,
+                    "metadata": {"name": longest_run, "namespace": namespace}, "spec": cell.spec}
+        try:
+            checked = validation.admit(document)
+            validation.parse_spec(checked)
+        except validation.Rejected as error:
+            raise InvalidSweep(f"cell {cell.id} ({cell.label}){where}: {error.message}") from None
+        return checked["spec"]
+
     result = []
     for number, values in enumerate(assignments):
         cell_spec = spec.template
@@ -143,14 +167,10 @@ def cells(spec: models.SweepSpec, name: str, namespace: str) -> list[Cell]:
             _check_field(field)
             cell_spec = with_value(cell_spec, field, value)
         cell = Cell(f"c{number}", values, cell_spec)
-        document = {"apiVersion": models.API_VERSION, "kind": models.KIND,
-                    "metadata": {"name": longest_run, "namespace": namespace}, "spec": cell_spec}
-        try:
-            admitted = validation.admit(document)
-            validation.parse_spec(admitted)
-        except validation.Rejected as error:
-            raise InvalidSweep(f"cell {cell.id} ({cell.label}): {error.message}") from None
-        result.append(Cell(cell.id, values, admitted["spec"]))
+        cell = Cell(cell.id, values, admitted(cell))
+        for repetition in rounds if spec.per_round else ():
+            admitted(Cell(cell.id, values, round_spec(cell.spec, spec.per_round, repetition)), f" in round {repetition}")
+        result.append(cell)
     if not result:
         raise InvalidSweep("the matrix leaves no cells (every combination is excluded)")
     return result

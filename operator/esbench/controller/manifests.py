@@ -33,7 +33,7 @@ from esbench.api.models import (
     StorageType,
     SweepSpec,
 )
-from esbench.controller import names, readiness, status
+from esbench.controller import grid, names, readiness, status
 from esbench.history import records
 
 ECK_API_VERSION = "elasticsearch.k8s.elastic.co/v1"
@@ -403,9 +403,10 @@ def sweep_run_manifest(sweep: Sweep, cell_id: str, cell_label: str, cell_spec: d
     """One run of a sweep's cell: an Experiment owned by the sweep.
 
     With a shared cluster the run uses the sweep's cluster (spec.target) instead of creating
-    its own; the spec keeps everything else of the cell, so the run is reproducible alone.
+    its own; the spec keeps everything else of the cell, and the round's perRound values, so the
+    run is reproducible alone. Its configuration is the cell's, whatever the round.
     """
-    spec = copy.deepcopy(cell_spec)
+    spec = copy.deepcopy(grid.round_spec(cell_spec, sweep.spec.per_round, repetition))
     if shared_cluster:
         spec.pop("elasticsearch", None)
         spec["target"] = {"elasticsearchRef": {"name": shared_cluster}}
