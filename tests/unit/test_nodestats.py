@@ -2,7 +2,9 @@
 
 import json
 
-from esbench.runner import environment, nodestats, taskwindows
+from esbench.api import models
+from esbench.runner import environment, nodestats, race, taskwindows
+from esbench.runner.taskwindows import TaskWindow
 from tests.support.result_files import FIXTURES
 from tests.support.waiting import wait_for
 
@@ -185,6 +187,20 @@ def test_the_idle_window_runs_from_the_first_sample_to_the_first_task_when_long_
     assert (idle.seconds, idle.process_cpu_ms_per_second) == (5, 100)  # 500 ms of CPU in 5 s
     assert nodestats.idle_window(samples, before=2) is None  # too short to tell
     assert nodestats.idle_window([], before=5) is None
+
+
+def test_a_tracks_idle_task_is_the_idle_window_and_what_every_task_is_net_of():
+    # The node busy as it starts (1000 ms/s), quiet by the track's idle task (100 ms/s), then a query.
+    samples = [timed(t, cpu, heap=1, read_kb=0) for t, cpu in ((0, 0), (4, 4000), (10, 4600), (16, 5200), (20, 7200))]
+    assert nodestats.idle_window(samples, before=4).process_cpu_ms_per_second == 1000
+    windows = {"idle": TaskWindow("idle", 4, 16), "query": TaskWindow("query", 16, 20)}
+    summary = models.Results(tasks=[models.TaskResult(task="query"), models.TaskResult(task="idle")])
+    race.attribute_to_tasks(summary, windows, samples, {"n1": 1})
+    assert summary.idle == models.IdleWindow(seconds=12, process_cpu_ms_per_second=100, task="idle")
+    (query, idle) = summary.tasks
+    assert (query.resources.process_cpu_ms, query.resources.process_cpu_ms_net) == (2000, 1600)
+    assert idle.resources.process_cpu_ms_net == 0
+    assert nodestats.idle_window(samples, 4, TaskWindow("idle", 4, 6)) is None  # too short to tell
 
 
 def test_on_a_real_race_the_idle_rate_is_below_every_query_tasks_and_net_cpu_below_gross():

@@ -637,12 +637,19 @@ class TaskResources(Model):
     page_cache_bytes: float | None = None
 
 
+# A track task of this name (a Rally `sleep`) is the race's idle window: the node's background
+# measured between its tasks, as warm as for them, rather than as esrally starts.
+IDLE_TASK = "idle"
+
+
 class IdleWindow(Model):
-    """What the nodes spent while nothing ran: from the first _nodes/stats sample (esrally starting)
-    to the first task's start. Its CPU includes esbench's own sampling, which goes on during the tasks."""
+    """What the nodes spent while nothing ran: over the track's `idle` task if it has one, else from
+    the first _nodes/stats sample (esrally starting) to the first task's start. Its CPU includes
+    esbench's own sampling, which goes on during the tasks."""
 
     seconds: float
     process_cpu_ms_per_second: float | None = None  # sum over nodes
+    task: str | None = None  # the track's idle task it was measured over; absent: before the first task
 
 
 class Frame(Model):

@@ -220,17 +220,23 @@ def _mean(values: list[float | None]) -> float | None:
 MIN_IDLE_SECONDS = 3.0  # shorter, one sample interval's jitter would be most of it
 
 
-def idle_window(samples: list[dict[str, Any]], before: float) -> models.IdleWindow | None:
-    """The nodes' CPU rate from the first sample to `before` (the first task's start), if long enough."""
-    times = [sample[SAMPLED_AT] for sample in samples if SAMPLED_AT in sample]
-    if not times or before - times[0] < MIN_IDLE_SECONDS:
+def idle_window(samples: list[dict[str, Any]], before: float, task: TaskWindow | None = None) -> models.IdleWindow | None:
+    """The nodes' CPU rate while no task ran, if long enough to tell: over the track's own idle
+    task if it has one (TASK), else from the first sample to `before` (the first task's start)."""
+    window = task
+    if window is None:
+        times = [sample[SAMPLED_AT] for sample in samples if SAMPLED_AT in sample]
+        if not times:
+            return None
+        window = TaskWindow("before the first task", times[0], before)
+    if window.seconds < MIN_IDLE_SECONDS:
         return None
-    window = TaskWindow("idle", times[0], before)
     node_ids = sorted({node_id for sample in samples for node_id in sample.get("nodes") or {}})
     cpu = [_counter_increase(_series(samples, node_id, "process.cpu.total_in_millis"), window) for node_id in node_ids]
     if not cpu or any(v is None for v in cpu):
         return None
-    return models.IdleWindow(seconds=window.seconds, process_cpu_ms_per_second=sum(cpu) / window.seconds)
+    return models.IdleWindow(seconds=window.seconds, process_cpu_ms_per_second=sum(cpu) / window.seconds,
+                             task=task.task if task else None)
 
 
 def task_resources(

@@ -472,9 +472,10 @@ def attribute_to_tasks(
     processors: dict[str, int],
 ) -> None:
     """Each task's window (from Rally's log) and what the nodes spent in it, and its CPU net of the
-    idle window's rate (before the first task)."""
+    idle window's rate (the track's idle task, else before the first task)."""
     if windows:
-        summary.idle = nodestats.idle_window(samples, min(w.start for w in windows.values()))
+        summary.idle = nodestats.idle_window(samples, min(w.start for w in windows.values()),
+                                             windows.get(models.IDLE_TASK))
     rate = summary.idle.process_cpu_ms_per_second if summary.idle else None
     for task in summary.tasks:
         window = windows.get(task.task)
