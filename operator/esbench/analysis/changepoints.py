@@ -27,6 +27,10 @@ CONFIRMING_RUNS = 2
 # The figures watched for a regression in each task's series: how long a request takes, how many
 # are served.
 WATCHED_METRICS = ("service_time.p50", "throughput.median")
+# The Prometheus gauge of a series' newest change point, as the operator's metrics endpoint and
+# `esbench history check --format prometheus` both write it: one alert rule serves both.
+REGRESSION_GAUGE = "esbench_regression_state"
+REGRESSION_GAUGE_VALUES = {"steady": 0, "suspected": 1, "confirmed": 2}
 
 
 class OtavaMissing(RuntimeError):

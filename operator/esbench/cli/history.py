@@ -254,7 +254,6 @@ def _print_series(found: list[history_page.Series], metric: str, configuration: 
 
 EXIT_SUSPECTED = 3
 EXIT_REGRESSION = 4
-STATE_VALUES = {"steady": 0, "suspected": 1, "confirmed": 2}  # the prometheus gauge's
 
 
 @history_command.command("check")
@@ -314,11 +313,11 @@ def _check_text(checked: list[dict], format_: str) -> str:
     if format_ == "json":
         return json.dumps(checked, indent=2) + "\n"
     if format_ == "prometheus":
-        lines = ["# HELP esbench_regression_state The newest change point of a history series: 0 none or not a "
+        lines = [f"# HELP {changepoints.REGRESSION_GAUGE} The newest change point of a history series: 0 none or not a "
                  "regression, 1 a regression suspected, 2 a regression confirmed.",
-                 "# TYPE esbench_regression_state gauge"]
-        lines += [f'esbench_regression_state{{configuration="{c["configuration"]}",task="{_label(c["subject"])}",'
-                  f'metric="{_label(c["metric"])}"}} {STATE_VALUES[c["state"]]}'
+                 f"# TYPE {changepoints.REGRESSION_GAUGE} gauge"]
+        lines += [f'{changepoints.REGRESSION_GAUGE}{{configuration="{c["configuration"]}",task="{_label(c["subject"])}",'
+                  f'metric="{_label(c["metric"])}"}} {changepoints.REGRESSION_GAUGE_VALUES[c["state"]]}'
                   for c in checked]
         return "\n".join(lines) + "\n"
     interesting = [c for c in checked if c["state"] != "steady"]

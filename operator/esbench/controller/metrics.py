@@ -8,11 +8,10 @@ from typing import Any
 
 from prometheus_client import Gauge
 
-from esbench.api.models import RegressionState
+from esbench.analysis.changepoints import REGRESSION_GAUGE, REGRESSION_GAUGE_VALUES
 
-STATES = {RegressionState.SUSPECTED: 1, RegressionState.CONFIRMED: 2}
 regression_state = Gauge(
-    "esbench_regression_state",
+    REGRESSION_GAUGE,
     "A schedule's series whose newest change point is a regression: 1 suspected (a confirming run is made), "
     "2 confirmed. A series without one is absent.",
     ["namespace", "schedule", "configuration", "task", "metric"])
@@ -25,7 +24,7 @@ def show(namespace: str, schedule: str, check: dict[str, Any] | None) -> None:
     shown = set()
     for regression in (check or {}).get("regressions") or []:
         labels = (namespace, schedule, regression["configuration"], regression["task"], regression["metric"])
-        regression_state.labels(*labels).set(STATES[RegressionState(regression["state"])])
+        regression_state.labels(*labels).set(REGRESSION_GAUGE_VALUES[regression["state"].lower()])
         shown.add(labels)
     for gone in _shown.pop((namespace, schedule), set()) - shown:
         regression_state.remove(*gone)
