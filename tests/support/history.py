@@ -16,7 +16,9 @@ def nightly(values: list[float]) -> list[dict]:
     for night, value in enumerate(values):
         document = copy.deepcopy(template)
         document["metadata"]["name"] = f"nightly-{night}"
-        document["metadata"]["labels"] = {}
+        document["metadata"]["labels"] = {}  # an Experiment of its own, not a sweep's run: its spec is its configuration
+        for sweep_run in ("esbench.io/cell", "esbench.io/configuration"):
+            document["metadata"]["annotations"].pop(sweep_run, None)
         document["status"]["raceId"] = document["status"]["results"]["raceId"] = f"race-{night}"
         document["status"]["startTime"] = f"2026-10-{night + 1:02d}T02:00:00Z"
         (task,) = [t for t in document["status"]["results"]["tasks"] if t["task"] == "ranges"]

@@ -14,6 +14,7 @@ import pytest
 from esbench.api import models, validation
 from esbench.cli import local, localsweep
 from esbench.controller import grid, manifests, sweepstate
+from esbench.history import records
 
 SWEEP = {
     "apiVersion": models.API_VERSION, "kind": models.SWEEP_KIND, "metadata": {"name": "codec"},
@@ -132,3 +133,14 @@ def test_the_status_is_the_operators_and_the_exit_status_follows_gates_then_fail
 def test_eta_is_the_mean_run_times_the_runs_left():
     assert localsweep.eta([], 4) == "ETA after the first run"
     assert localsweep.eta([60, 120], 4) == "about 6 min 00 s left (mean run 90 s)"
+
+
+def test_a_runs_document_keeps_its_cell_and_configuration_whatever_its_rounds_values():
+    document = copy.deepcopy(SWEEP)
+    document["spec"]["perRound"] = [{"field": "workload.trackParams.query_seed", "values": [1, 2]}]
+    _, spec, plan = admitted(document)
+    runs = [made(localsweep.Next(run, 1, "g0", True), spec) for run in plan.runs if run.cell.id == "c1"]
+    assert [r["spec"]["workload"]["trackParams"]["query_seed"] for r in runs] == [1, 2]
+    annotations = [r["metadata"]["annotations"] for r in runs]
+    assert annotations[0] == annotations[1] and annotations[0][models.CELL_LABEL] == 'index.codec="best_compression"'
+    assert len({records.record(r).configuration for r in runs}) == 1  # one series in the history

@@ -163,8 +163,10 @@ def experiment_document(
     metadata: dict[str, Any] = {"name": stored["metadata"]["name"]}
     if stored["metadata"].get("labels"):  # a sweep's run: its cell, repetition and attempt
         metadata["labels"] = dict(stored["metadata"]["labels"])
-    if annotations:
-        metadata["annotations"] = dict(annotations)
+    # The file's own, and a sweep's run's (its cell and configuration, which perRound values do not change).
+    kept = {**(stored["metadata"].get("annotations") or {}), **(annotations or {})}
+    if kept:
+        metadata["annotations"] = kept
     state: dict[str, Any] = {
         "phase": (models.Phase.SUCCEEDED if succeeded else models.Phase.FAILED).value,
         "reason": reason,
