@@ -1,6 +1,7 @@
 """_nodes/stats samples -> per-node figures (api.NodeSample)."""
 
 import json
+import time
 
 from esbench.api import models
 from esbench.runner import environment, nodestats, race, taskwindows
@@ -81,6 +82,14 @@ def test_the_sampler_keeps_answers_and_skips_failures():
     wait_for(lambda: len(sampler.samples) >= 3, timeout=10, what="three answers after the failure", interval=0.01)
     samples = sampler.stop()
     assert len(samples) >= 3 and sampler.errors == 1
+
+
+def test_the_sampler_samples_once_more_when_stopped_so_the_last_task_has_a_sample_past_its_end():
+    sampler = nodestats.Sampler(lambda: {"nodes": {}}, interval=60).start()
+    wait_for(lambda: sampler.samples, timeout=10, what="the first sample", interval=0.01)
+    stopped_at = time.time()
+    samples = sampler.stop()
+    assert len(samples) == 2 and samples[-1][nodestats.SAMPLED_AT] >= stopped_at
 
 
 # --- per task: counters at the window's ends, gauges inside it --------------------------------

@@ -73,15 +73,21 @@ class Sampler:
 
     def _run(self) -> None:
         while True:
-            try:
-                asked = time.time()
-                answer = self._fetch()
-                # The node read its counters somewhere between question and answer.
-                self.samples.append({**answer, SAMPLED_AT: (asked + time.time()) / 2})
-            except Exception:
-                self.errors += 1
+            self._sample()
             if self._stop.wait(self._interval):
+                # Once more when stopped (esrally has exited): the race's last task ended less than an
+                # interval ago, maybe after the last sample, and its counters need one past its end.
+                self._sample()
                 return
+
+    def _sample(self) -> None:
+        try:
+            asked = time.time()
+            answer = self._fetch()
+            # The node read its counters somewhere between question and answer.
+            self.samples.append({**answer, SAMPLED_AT: (asked + time.time()) / 2})
+        except Exception:
+            self.errors += 1
 
     def start(self) -> Sampler:
         self._thread.start()
