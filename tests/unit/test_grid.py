@@ -166,12 +166,6 @@ def test_a_round_the_crd_rejects_is_invalid_naming_the_cell_and_the_round():
     assert "workload.trackParams.number_of_shards conflicts with index.shards" in str(error.value)
 
 
-@pytest.mark.parametrize("field", ["workload.source", "workload.repository.url"])
-def test_what_admission_checks_against_the_creator_cannot_vary_between_rounds(field):
-    with pytest.raises(grid.InvalidSweep, match=f"field '{field}' cannot vary between cells"):
-        plan(CODECS, per_round=[{"field": field, "values": ["x"]}])
-
-
 def test_a_rounds_values_come_round_again_and_leave_the_cells_as_they_are():
     p = plan(CODECS, per_round=[ORDERS])
     assert all("queries" not in (cell.spec["workload"].get("trackParams") or {}) for cell in p.cells)
