@@ -252,6 +252,12 @@ def test_without_es_url_elasticsearch_is_downloaded_started_over_https_and_stopp
     with_resources = [t.resources for t in results.tasks if t.resources]
     assert with_resources and all(r.major_page_faults >= 0 for r in with_resources), with_resources
     assert all(r.page_cache_bytes > 0 for r in with_resources if r.page_cache_bytes is not None), with_resources
+    # From the kernel's figures per thread: the CPU time of the JVM's JIT compiler and GC threads,
+    # counters that never go down; per task, within the node's own (read a moment apart: 0.2 s).
+    jit = [p["jit_cpu_ms"] for p in probed]
+    assert jit == sorted(jit) and jit[-1] > 0 and all(p["gc_cpu_ms"] >= 0 for p in probed), probed
+    timed = [r for r in with_resources if r.process_cpu_ms is not None]
+    assert timed and all(0 <= r.jit_cpu_ms <= r.process_cpu_ms + 200 for r in timed), timed
 
     # HTTPS as ECK serves it (spec.elasticsearch.tls defaults to true), and it is gone afterwards.
     (port,) = re.findall(r"https://localhost:(\d+)", run.stdout)

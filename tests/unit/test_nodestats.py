@@ -146,15 +146,17 @@ def test_write_rejections_add_the_thread_pool_and_indexing_pressure_and_indexed_
     assert nodestats.task_resources(samples, taskwindows.TaskWindow("t", 0, 10), {"n1": 1}).write_rejections == 2
 
 
-def test_a_probes_page_faults_and_page_cache_reach_the_one_nodes_task_figures():
-    """Local mode adds what Elasticsearch does not report (the node's memory cgroup) to its answers."""
-    samples = [nodestats.with_probe(timed(at, 0), {"major_page_faults": faults, "page_cache_bytes": cache})
-               for at, faults, cache in ((0, 100, 10), (5, 400, 30), (10, 1100, 50))]
+def test_a_probes_counters_reach_the_one_nodes_task_figures():
+    """Local mode adds what Elasticsearch does not report (the node's memory cgroup and threads) to its answers."""
+    samples = [nodestats.with_probe(timed(at, 0), {"major_page_faults": faults, "page_cache_bytes": cache,
+                                                   "jit_cpu_ms": jit, "gc_cpu_ms": gc})
+               for at, faults, cache, jit, gc in ((0, 100, 10, 5, 1), (5, 400, 30, 65, 2), (10, 1100, 50, 85, 4))]
     figures = nodestats.task_resources(samples, taskwindows.TaskWindow("t", 0, 10), {"n1": 1})
     assert figures.major_page_faults == 1000 and figures.page_cache_bytes == 30
+    assert figures.jit_cpu_ms == 80 and figures.gc_cpu_ms == 3
     # Without a probe (Kubernetes, an existing cluster) the figures are unknown, not zero.
     plain = nodestats.task_resources([timed(0, 0), timed(10, 0)], taskwindows.TaskWindow("t", 0, 10), {"n1": 1})
-    assert plain.major_page_faults is None and plain.page_cache_bytes is None
+    assert plain.major_page_faults is None and plain.page_cache_bytes is None and plain.jit_cpu_ms is None
     # A probe watches one node: an answer from two is not given one node's counters.
     two = {"nodes": {**timed(0, 0)["nodes"], **timed(0, 0, node_id="n2")["nodes"]}}
     assert all(nodestats.PROBED not in node for node in nodestats.with_probe(two, {"major_page_faults": 1})["nodes"].values())

@@ -79,6 +79,8 @@ TASK_METRICS += [
         ("process_cpu.max_node_percent", "busiest node CPU", "%", "process_cpu_percent_max"),
         ("process_cpu.time", "node CPU time", "ms", "process_cpu_ms"),
         ("process_cpu.net_time", "node CPU time net of idle", "ms", "process_cpu_ms_net"),
+        ("jit_cpu.time", "JIT compiler CPU time", "ms", "jit_cpu_ms"),
+        ("gc_cpu.time", "GC threads' CPU time", "ms", "gc_cpu_ms"),
         ("cgroup_cpu.time", "container CPU time", "ms", "cgroup_cpu_ms"),
         ("os_cpu.percent", "host CPU", "%", "os_cpu_percent"),
         ("heap_used.mean", "heap used", "bytes", "heap_used_bytes"),

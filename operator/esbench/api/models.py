@@ -33,7 +33,8 @@ BUNDLED_TRACKS = ("smoke", "indexing", "source-filtering", "range-queries", "cod
 TASK_METRIC_NAMES = (
     "throughput.median", "latency.p50", "latency.p90", "latency.p99", "latency.p100", "service_time.p50",
     "service_time.p90", "service_time.p99", "service_time.p100", "error_rate", "process_cpu.percent",
-    "process_cpu.max_node_percent", "process_cpu.time", "process_cpu.net_time", "cgroup_cpu.time", "os_cpu.percent",
+    "process_cpu.max_node_percent", "process_cpu.time", "process_cpu.net_time", "jit_cpu.time", "gc_cpu.time",
+    "cgroup_cpu.time", "os_cpu.percent",
     "heap_used.mean",
     "gc.time", "io.read_bytes", "io.read_operations", "io.write_bytes", "write_rejections", "page_faults.major",
     "page_cache.mean", "indexed_rate",
@@ -630,6 +631,10 @@ class TaskResources(Model):
     # process_cpu_ms less the idle window's rate over the task's seconds: the task's own CPU, not the
     # JVM's background (GC, scheduled tasks) nor esbench's own _nodes/stats sampling.
     process_cpu_ms_net: float | None = None
+    # Local mode only, from the kernel's figures per thread: the part of process_cpu_ms spent by the
+    # JVM's JIT compiler threads, and by its garbage collector's threads.
+    jit_cpu_ms: float | None = None
+    gc_cpu_ms: float | None = None
     # Local mode only, from the node's memory cgroup (Elasticsearch reports neither): pages its
     # processes had to read from disk on access (with mmap, how the store is read), and the page
     # cache charged to it, averaged over the samples.

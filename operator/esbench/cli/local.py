@@ -379,7 +379,7 @@ def run(stored: dict[str, Any], spec: models.ExperimentSpec, options: Options, p
                     spec=spec, target_url=target.url, ca_file=target.ca_file, username=target.username,
                     password=target.password, race_id=race_id, work_dir=work_dir, esrally=options.esrally,
                     target_timeout=timeout, corpus_cache=localcluster.cache_root() / "corpora",
-                    node_probe=node.memory.counters if node and node.memory else None,
+                    node_probe=node.probe() if node else None,
                     profiler=profiler.NodeProfiler(node, spec.profile) if node and spec.profile else None,
                 )
                 report = race.run(settings, out=_LineSink(on_line))

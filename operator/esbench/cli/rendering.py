@@ -143,6 +143,8 @@ def results_tables(results: models.Results) -> list[Table]:
                    ("host CPU", "os_cpu_percent", "%"), ("heap", "heap_used_bytes", "bytes"), ("GC", "gc_time_ms", "ms"),
                    ("disk read", "io_read_bytes", "bytes"), ("reads", "io_read_operations", None),
                    ("written", "io_write_bytes", "bytes"), ("write rejections", "write_rejections", None)]
+        if any(t.resources.jit_cpu_ms is not None for t in with_resources):  # local mode: the node's threads
+            columns[4:4] = [("JIT CPU", "jit_cpu_ms", "ms"), ("GC CPU", "gc_cpu_ms", "ms")]
         if any(t.resources.major_page_faults is not None for t in with_resources):  # local mode's memory cgroup
             columns += [("major faults", "major_page_faults", None), ("page cache", "page_cache_bytes", "bytes")]
         spent.add_column("task", no_wrap=True)

@@ -26,11 +26,12 @@ import time
 import urllib.error
 import urllib.request
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from esbench.localnode import maven, rootendpoint
+from esbench.localnode import maven, rootendpoint, threadcpu
 from esbench.localnode.cpus import on_cpus
 from esbench.localnode.memorycgroup import MemoryCgroup, Unavailable
 from esbench.runner.target import Target
@@ -155,6 +156,18 @@ class LocalCluster:
     @property
     def client(self) -> Target:
         return Target(self.url, self.username, self.password, self.ca_file)
+
+    def probe(self) -> Callable[[], dict[str, float]]:
+        """For one race: what Elasticsearch does not report of this node, read beside each of its
+        _nodes/stats answers (the CPU time of its JIT compiler and GC threads; with a memory cgroup,
+        major page faults and the page cache)."""
+        threads = threadcpu.ThreadCpu(self.server_pid())
+        memory = self.memory
+
+        def counters() -> dict[str, float]:
+            return {**threads.counters(), **(memory.counters() if memory else {})}
+
+        return counters
 
     def log_tail(self, lines: int = 40) -> str:
         try:

@@ -278,6 +278,8 @@ def task_resources(
             "io_write_bytes": _kilobytes(write_kb),
             "write_rejections": _sum(rejections),
             "index_operations": increase("indices.indexing.index_total"),
+            "jit_cpu_ms": increase(f"{PROBED}.jit_cpu_ms"),
+            "gc_cpu_ms": increase(f"{PROBED}.gc_cpu_ms"),
             "major_page_faults": increase(f"{PROBED}.major_page_faults"),
             "page_cache_bytes": mean(f"{PROBED}.page_cache_bytes"),
         })
@@ -303,6 +305,8 @@ def task_resources(
         io_write_bytes=_sum(over_nodes("io_write_bytes")),
         write_rejections=_sum(over_nodes("write_rejections")),
         index_operations=_sum(over_nodes("index_operations")),
+        jit_cpu_ms=_sum(over_nodes("jit_cpu_ms")),
+        gc_cpu_ms=_sum(over_nodes("gc_cpu_ms")),
         major_page_faults=_sum(over_nodes("major_page_faults")),
         page_cache_bytes=_sum(over_nodes("page_cache_bytes")),
     )
