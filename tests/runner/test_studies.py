@@ -20,9 +20,14 @@ STUDIES = FIXTURES.parents[2] / "examples" / "studies"
 QUERIES = ["match-terms", "ranges", "integer-range", "decades-and-edges", "terms-only"]  # the study's `queries`: no `match`
 
 
+def study_document(path: str) -> dict:
+    (document,) = [d for d in yaml.safe_load_all((STUDIES / path).read_text()) if d]
+    return document
+
+
 def study_spec(path: str, **workload_changes) -> dict:
     """The study's Experiment spec (a sweep's template) with these workload fields replaced."""
-    (document,) = [d for d in yaml.safe_load_all((STUDIES / path).read_text()) if d]
+    document = study_document(path)
     spec = copy.deepcopy(document["spec"]["template"] if document["kind"] == models.SWEEP_KIND else document["spec"])
     for field, value in workload_changes.items():
         spec["workload"][field] = value
@@ -31,15 +36,14 @@ def study_spec(path: str, **workload_changes) -> dict:
 
 @pytest.mark.measures
 def test_001_node_cpu_per_query_form_at_a_fixed_rate(clusters, race):
-    """Reduced: 3000 people, 5 s per form after 1 s of warm-up (the study: 1M, 30 s after 10 s),
-    at the study's 20 requests/s from 4 clients, the forms in the order of the sweep's second
-    round."""
+    """Reduced: 3000 people, each form 1 s first, then 5 s per form after 1 s of warm-up (the study:
+    1M, 30 s after 10 s), at the study's 20 requests/s from 4 clients, the forms in the order of the
+    sweep's second round."""
     path = "001-range-queries-cpu/sweep.yaml"
-    (sweep,) = [d for d in yaml.safe_load_all((STUDIES / path).read_text()) if d]
-    per_round = models.SweepSpec.model_validate(sweep["spec"]).per_round
+    per_round = models.SweepSpec.model_validate(study_document(path)["spec"]).per_round
     order = grid.round_spec(study_spec(path), per_round, 2)["workload"]["trackParams"]["queries"]
     assert sorted(order) == sorted(QUERIES) and order != QUERIES
-    spec = study_spec(path, trackParams={"doc_count": 3000, "queries": order, "idle_seconds": 4},
+    spec = study_spec(path, trackParams={"doc_count": 3000, "queries": order, "warm_up_seconds": 1, "idle_seconds": 4},
                       load={**study_spec(path)["workload"]["load"], "timePeriodSeconds": 5, "warmupTimePeriodSeconds": 1})
     assert spec["elasticsearch"]["version"] == LATEST
     cluster = clusters.get(LATEST)
@@ -50,7 +54,9 @@ def test_001_node_cpu_per_query_form_at_a_fixed_rate(clusters, race):
     for name in QUERIES:
         assert tasks[name].throughput.median == pytest.approx(20, rel=0.05), name
         assert tasks[name].resources.process_cpu_percent > 0, name
-    for earlier, later in itertools.pairwise(tasks[n] for n in order):  # one after the other, in the round's order
+    # Each form warmed up first, in the round's order, then the idle task, then the forms measured.
+    sequence = [tasks[f"warm-up-{n}"] for n in order] + [tasks[n] for n in order]
+    for earlier, later in itertools.pairwise(sequence):  # one after the other
         assert earlier.end <= later.start
     # Net CPU is net of the node's background in the idle task (a Rally sleep, which Rally's report
     # leaves out), after indexing: below every form's rate.
