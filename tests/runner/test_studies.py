@@ -37,12 +37,13 @@ def study_spec(path: str, **workload_changes) -> dict:
 @pytest.mark.measures
 def test_001_node_cpu_per_query_form_at_a_fixed_rate(clusters, race):
     """Reduced: 3000 people, each form 1 s first, then 5 s per form after 1 s of warm-up (the study:
-    1M, 30 s after 10 s), at the study's 20 requests/s from 4 clients, the forms in the order of the
-    sweep's second round."""
+    1M, 20 s, 30 s after 10 s), at the study's 20 requests/s from 4 clients, the forms in the order
+    of the sweep's second round."""
     path = "001-range-queries-cpu/sweep.yaml"
     per_round = models.SweepSpec.model_validate(study_document(path)["spec"]).per_round
     order = grid.round_spec(study_spec(path), per_round, 2)["workload"]["trackParams"]["queries"]
     assert sorted(order) == sorted(QUERIES) and order != QUERIES
+    assert study_spec(path)["workload"]["trackParams"]["warm_up_seconds"] > 0
     spec = study_spec(path, trackParams={"doc_count": 3000, "queries": order, "warm_up_seconds": 1, "idle_seconds": 4},
                       load={**study_spec(path)["workload"]["load"], "timePeriodSeconds": 5, "warmupTimePeriodSeconds": 1})
     assert spec["elasticsearch"]["version"] == LATEST
