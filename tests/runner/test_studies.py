@@ -41,11 +41,12 @@ def test_001_node_cpu_per_query_form_at_a_fixed_rate(clusters, race):
     of the sweep's second round."""
     path = "001-range-queries-cpu/sweep.yaml"
     per_round = models.SweepSpec.model_validate(study_document(path)["spec"]).per_round
-    order = grid.round_spec(study_spec(path), per_round, 2)["workload"]["trackParams"]["queries"]
+    study = study_spec(path)
+    order = grid.round_spec(study, per_round, 2)["workload"]["trackParams"]["queries"]
     assert sorted(order) == sorted(QUERIES) and order != QUERIES
-    assert study_spec(path)["workload"]["trackParams"]["warm_up_seconds"] > 0
+    assert study["workload"]["trackParams"]["warm_up_seconds"] > 0
     spec = study_spec(path, trackParams={"doc_count": 3000, "queries": order, "warm_up_seconds": 1, "idle_seconds": 4},
-                      load={**study_spec(path)["workload"]["load"], "timePeriodSeconds": 5, "warmupTimePeriodSeconds": 1})
+                      load={**study["workload"]["load"], "timePeriodSeconds": 5, "warmupTimePeriodSeconds": 1})
     assert spec["elasticsearch"]["version"] == LATEST
     cluster = clusters.get(LATEST)
     run = race(spec, cluster.url)

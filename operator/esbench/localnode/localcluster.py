@@ -250,9 +250,11 @@ def start(
     if secure:
         _make_certificates(config / "certs")
         username, password = "esbench", secrets.token_urlsafe(18)
-        # File realm user, written straight into the config the node will read.
+        # File realm user, written straight into the config the node will read. The password
+        # goes in on stdin (the tool asks for it twice), never on a command line others can read.
         subprocess.run(
-            [str(home / "bin" / "elasticsearch-users"), "useradd", username, "-p", password, "-r", "superuser"],
+            [str(home / "bin" / "elasticsearch-users"), "useradd", username, "-r", "superuser"],
+            input=f"{password}\n{password}\n", text=True,
             env={**os.environ, **java_env, "ES_PATH_CONF": str(config)},
             check=True, capture_output=True,
         )
