@@ -125,6 +125,8 @@ INVALID = [
      with_spec("workload.contrasts", [{"name": "x", "baseline": "a", "variants": ["b"]},
                                       {"name": "x", "baseline": "c", "variants": ["d"]}]),
      "Duplicate value"),
+    ("index reuse on a track that cannot restore its index", with_spec("workload.reuseIndex", True),
+     "workload.reuseIndex is for the bundled tracks codec-search"),
     ("a warm-up period without a period",
      both("workload.track", "range-queries", "workload.load", {"warmupTimePeriodSeconds": 5}),
      "workload.load.warmupTimePeriodSeconds needs timePeriodSeconds"),

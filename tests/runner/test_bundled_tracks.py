@@ -184,15 +184,32 @@ def test_every_period_form_of_period_search_finds_the_same_people(clusters, race
     assert hits("ranges", 1900, 1950) > 0
 
 
-def test_best_compression_stores_the_same_corpus_in_less_space_than_default(clusters, race):
+def test_best_compression_stores_the_same_corpus_in_less_space_and_a_reused_index_comes_back_as_built(clusters, race):
+    """workload.reuseIndex: the first race of a spec builds its index, snapshots it and searches a
+    restored copy; a later race of the same spec restores that copy and indexes nothing."""
     cluster = clusters.get(LATEST)
-    store = {}
-    for codec in ("default", "best_compression"):
-        run = race(spec("codec-search", index={"codec": codec}, trackParams={"doc_count": 1000}), cluster.url)
+    store, layout, snapshots = {}, {}, {}
+    for codec in ("default", "best_compression", "default"):
+        run = race(spec("codec-search", index={"codec": codec}, trackParams={"doc_count": 1000}, reuseIndex=True),
+                   cluster.url, snapshot_repository=cluster.snapshot_repository)
         assert run.exit_code == 0, run.output
         assert count_documents(cluster, "codec-search") == 1000
-        store[codec] = run.report.results.cluster.store_size_bytes
+        results = run.report.results
+        reuse, tasks = results.track_params["index_snapshot"], {t.task for t in results.tasks}
+        segments = cluster.client.get("codec-search/_segments")["indices"]["codec-search"]["shards"]
+        searched = sorted((name, s["num_docs"], s["size_in_bytes"], s.get("attributes"))
+                          for copies in segments.values() for copy in copies for name, s in copy["segments"].items())
+        if codec in layout:  # the second race of default
+            assert reuse == {**snapshots[codec], "restore": True}, run.output
+            assert "index-append" not in tasks and searched == layout[codec]
+            assert results.cluster.store_size_bytes == store[codec]
+        else:
+            assert reuse["restore"] is False and "index-append" in tasks, run.output
+            snapshots[codec], layout[codec] = reuse, searched
+            store[codec] = results.cluster.store_size_bytes
     assert store["best_compression"] < 0.9 * store["default"], store
+    held = cluster.client.get("_snapshot/esbench-index-reuse/_all")["snapshots"]
+    assert sorted(s["snapshot"] for s in held) == sorted(s["snapshot"] for s in snapshots.values())
 
 
 def test_a_race_over_tls_with_credentials_never_reveals_the_password(clusters, race):

@@ -7,6 +7,10 @@ security setting) for the whole session, started on first use.
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+from pathlib import Path
+
 from esbench.localnode.localcluster import LocalCluster, start
 
 # The versions every bundled track is raced on. Studies may ask for others (002: 9.2.4, whose
@@ -18,11 +22,16 @@ LATEST = VERSIONS[-1]
 class Clusters:
     def __init__(self) -> None:
         self._running: dict[tuple[str, bool], LocalCluster] = {}
+        # Each node's path.repo (workload.reuseIndex), for the session; not under pytest's
+        # tmp_path, which the node's user cannot enter.
+        self._snapshots = Path(tempfile.mkdtemp(prefix="esbench-test-snapshots-"))
+        self._snapshots.chmod(0o755)
 
     def get(self, version: str, secure: bool = False) -> LocalCluster:
         key = (version, secure)
         if key not in self._running:
-            self._running[key] = start(version, secure=secure)
+            repository = self._snapshots / f"{version}-{'secure' if secure else 'plain'}"
+            self._running[key] = start(version, secure=secure, snapshot_repository=repository)
         cluster = self._running[key]
         delete_all_indices(cluster)  # every test starts from an empty cluster
         return cluster
@@ -31,6 +40,7 @@ class Clusters:
         for cluster in self._running.values():
             cluster.stop()
         self._running.clear()
+        shutil.rmtree(self._snapshots, ignore_errors=True)
 
 
 def delete_all_indices(cluster: LocalCluster) -> None:

@@ -40,6 +40,12 @@ def test_track_params_may_not_repeat_the_load_settings(load, param):
         ExperimentSpec.model_validate(body)
 
 
+def test_the_index_snapshot_param_is_esbenchs_own():
+    body = {**BASE, "workload": {"track": "codec-search", "trackParams": {"index_snapshot": {"restore": True}}}}
+    with pytest.raises(ValidationError, match=r"workload\.trackParams\.index_snapshot conflicts with workload\.reuseIndex"):
+        ExperimentSpec.model_validate(body)
+
+
 def test_track_params_alone_are_fine():
     parsed = ExperimentSpec.model_validate(spec(track_params={"number_of_shards": 3, "bulk_size": 500}))
     assert parsed.workload.track_params == {"number_of_shards": 3, "bulk_size": 500}

@@ -296,6 +296,11 @@ class OnError(str, Enum):
 # Bundled tracks whose search tasks take workload.load (tracks/search-load.j2).
 LOAD_TRACKS = ("source-filtering", "range-queries", "codec-search", "period-search", "esql-stored-fields")
 
+# Bundled tracks that can build their index once and restore it from a snapshot (workload.reuseIndex).
+INDEX_REUSE_TRACKS = ("codec-search",)
+# The track param through which the runner tells those tracks which snapshot to take or restore.
+INDEX_SNAPSHOT_PARAM = "index_snapshot"
+
 Rate = Annotated[float, Field(gt=0)]
 
 
@@ -363,6 +368,9 @@ class Workload(Model):
          "the track's own parameters in workload.trackParams"),
         ("!has(self.maxErrorRate) || self.onError == 'continue'",
          "workload.maxErrorRate needs workload.onError continue (abort stops the race at the first failed request)"),
+        (f"!has(self.reuseIndex) || !self.reuseIndex || (self.source == 'Bundled' && self.track in "
+         f"{_cel_list(INDEX_REUSE_TRACKS)})",
+         f"workload.reuseIndex is for the bundled tracks {_and(INDEX_REUSE_TRACKS)}"),
     ))
 
     track: str = Field(max_length=63, description=(
@@ -393,6 +401,13 @@ class Workload(Model):
     load: Load | None = Field(
         None, description="How the search tasks are driven: Rally's clients, target-throughput (a fixed rate by "
                           "Rally's deterministic schedule, instead of back to back) and time-period.")
+    reuse_index: bool = Field(
+        False,
+        description="Build the index once and restore it from a snapshot in later races with the same Elasticsearch "
+                    "version, track files and track params (workload.load aside): every race searches a restored "
+                    "copy of the same segments, and only the first indexes and force-merges. Needs a filesystem "
+                    "snapshot repository the nodes can write: local mode makes one (ESBENCH_SNAPSHOTS); elsewhere "
+                    "the race builds its index and says so.")
     contrasts: list[Contrast] | None = Field(
         None, max_length=16,
         description="Tasks of this race that are variants of one question, each compared with a baseline task of "
@@ -550,6 +565,7 @@ class ExperimentSpec(Model):
         ]
         load = self.workload.load.track_params() if self.workload.load else {}
         conflicts += [(param in params, param, "workload.load") for param in load]
+        conflicts.append((INDEX_SNAPSHOT_PARAM in params, INDEX_SNAPSHOT_PARAM, "workload.reuseIndex (esbench sets it)"))
         for conflict, param, field in conflicts:
             if conflict:
                 raise ValueError(f"workload.trackParams.{param} conflicts with {field}: set it in one place only")

@@ -123,11 +123,18 @@ def local_notes(spec: models.ExperimentSpec, options: Options) -> list[str]:
     """What of the spec does not apply on this machine, said up front."""
     es = spec.elasticsearch
     if options.es_url:
-        if es is None:
-            return []
-        return [f"Elasticsearch at {options.es_url} is used as it is: spec.elasticsearch (version {es.version}, "
-                "nodes, heap, config, TLS) is not applied to it"]
+        notes = []
+        if es is not None:
+            notes.append(f"Elasticsearch at {options.es_url} is used as it is: spec.elasticsearch (version "
+                         f"{es.version}, nodes, heap, config, TLS) is not applied to it")
+        if spec.workload.reuse_index:
+            notes.append("workload.reuseIndex needs a snapshot repository of the node esbench starts: each race on "
+                         f"{options.es_url} builds its index")
+        return notes
     notes = []
+    if spec.workload.reuse_index:
+        notes.append(f"workload.reuseIndex: the index is built once and restored from a snapshot kept in "
+                     f"{localcluster.snapshot_root() / es.version} (delete it to build again)")
     nodes = es.nodes()
     if nodes > 1:
         notes.append(f"local mode runs one node; the spec asks for {nodes}")
@@ -290,6 +297,8 @@ def _local_cluster(spec: models.ExperimentSpec, options: Options, progress: Prog
     if options.cpu_split:
         kwargs["cpus"] = options.cpu_split.elasticsearch
         annotations["esbench.io/cpus"] = options.cpu_split.describe()
+    if spec.workload.reuse_index:
+        kwargs["snapshot_repository"] = localcluster.snapshot_root() / es.version
     limit = memory_limit(es)
     if limit is not None:
         kwargs["memory_limit"] = limit
@@ -381,6 +390,7 @@ def run(stored: dict[str, Any], spec: models.ExperimentSpec, options: Options, p
                     target_timeout=timeout, corpus_cache=localcluster.cache_root() / "corpora",
                     node_probe=node.probe() if node else None,
                     profiler=profiler.NodeProfiler(node, spec.profile) if node and spec.profile else None,
+                    snapshot_repository=str(node.snapshot_repository) if node and node.snapshot_repository else None,
                 )
                 report = race.run(settings, out=_LineSink(on_line))
             if report.results is not None:

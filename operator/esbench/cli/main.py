@@ -41,8 +41,11 @@ def main() -> None:
               show_default=True, help="Writable directory for Rally's home, the prepared track and the corpus.")
 @click.option("--target-timeout", type=float, default=300.0, show_default=True,
               help="Seconds to wait for the target to answer before reporting TargetUnreachable.")
+@click.option("--snapshot-repository", default=None, metavar="LOCATION",
+              help="For workload.reuseIndex: a folder in the path.repo of the target's nodes, where they keep "
+                   "the snapshots of built indices.")
 def race_command(spec_file: Path | None, target_url: str, ca_file: str | None, race_id: str | None,
-         work_dir: Path, target_timeout: float) -> None:
+         work_dir: Path, target_timeout: float, snapshot_repository: str | None) -> None:
     """Run one Rally race against TARGET and print the race report lines.
 
     Credentials come from ES_USERNAME and ES_PASSWORD, or ES_PASSWORD_FILE naming a file that
@@ -70,6 +73,7 @@ def race_command(spec_file: Path | None, target_url: str, ca_file: str | None, r
             password=password,
             esrally=os.environ.get("ESBENCH_ESRALLY", "esrally"),
             target_timeout=target_timeout,
+            snapshot_repository=snapshot_repository,
         )
         report = race.run(settings)
     race.print_report(report)

@@ -48,6 +48,13 @@ def cache_root() -> Path:
     return Path(os.environ.get("ESBENCH_CACHE") or Path.home() / ".cache" / "esbench")
 
 
+def snapshot_root() -> Path:
+    """Where local nodes keep workload.reuseIndex's snapshot repositories, one folder per version
+    (a repository one version wrote is not for older ones). Not in the cache: as root, that is
+    in root's home, which the node's user cannot enter."""
+    return Path(os.environ.get("ESBENCH_SNAPSHOTS") or "/var/tmp/esbench-snapshots")
+
+
 def distribution_zip(version: str, cache: Path | None = None) -> Path:
     """The integ-test-zip for VERSION, downloaded once into the cache and sha1-verified."""
     target = (cache or cache_root()) / "elasticsearch" / f"elasticsearch-{version}.zip"
@@ -144,6 +151,7 @@ class LocalCluster:
     memory: MemoryCgroup | None = None  # the node's own memory cgroup (as root): its limit bounds the page cache
     java_home: Path | None = None  # the JDK the node runs on
     user: str | None = None  # the system user the node runs as (when started as root)
+    snapshot_repository: Path | None = None  # a folder of its path.repo, for snapshot repositories
 
     @property
     def pid_file(self) -> Path:
@@ -216,6 +224,7 @@ def start(
     home: Path | None = None,
     memory_limit: int | None = None,
     cpus: tuple[int, ...] | None = None,
+    snapshot_repository: Path | None = None,
 ) -> LocalCluster:
     """Unpack, configure and start a single-node cluster on loopback; return once it is yellow.
 
@@ -228,6 +237,7 @@ def start(
     memory_limit bytes when given, as a pod's memory limit would: heap, native memory and page
     cache together. A limit that cannot be honoured (not root, no memory controller) is an error.
     cpus: the CPUs the node may run on (all of this process's by default).
+    snapshot_repository: a folder the node may write snapshots to (its path.repo), kept across nodes.
     """
     # Not under pytest's tmp_path: those folders are 0700 root and the ES user could not enter.
     base = Path(base_dir) if base_dir else Path(tempfile.mkdtemp(prefix=f"esbench-es-{version}-"))
@@ -268,6 +278,10 @@ def start(
         for root, dirs, files in os.walk(base):
             for name in dirs + files:
                 shutil.chown(os.path.join(root, name), user, user)
+    if snapshot_repository is not None:
+        snapshot_repository.mkdir(parents=True, exist_ok=True)
+        if as_root:  # what the node writes inside is its own
+            shutil.chown(snapshot_repository, user, user)
 
     http_port, transport_port = free_port(), free_port()
     settings = {
@@ -282,6 +296,8 @@ def start(
         # A nearly full build disk must not leave replicas or new indices unassigned.
         "cluster.routing.allocation.disk.threshold_enabled": "false",
     }
+    if snapshot_repository is not None:
+        settings["path.repo"] = snapshot_repository
     if secure:
         settings.update({
             "xpack.security.http.ssl.enabled": "true",
@@ -316,7 +332,7 @@ def start(
     cluster = LocalCluster(
         version=version, url=url, base_dir=base, process=process, log_file=log_file,
         username=username, password=password, ca_file=ca_file, memory=memory,
-        java_home=jdk or home / "jdk", user=user if as_root else None,
+        java_home=jdk or home / "jdk", user=user if as_root else None, snapshot_repository=snapshot_repository,
     )
     try:
         cluster.wait_for_health("yellow", timeout)

@@ -39,7 +39,7 @@ from esbench.analysis import profiles
 from esbench.api import models, validation
 from esbench.api.race_report import Failure, RaceReport, encode_report
 from esbench.api.reasons import Reason
-from esbench.runner import corpus, environment, nodestats, rally, results, taskwindows
+from esbench.runner import corpus, environment, indexreuse, nodestats, rally, results, taskwindows
 from esbench.runner.target import Target, Unreachable
 
 TRACKS_DIR = Path(__file__).parent / "tracks"
@@ -108,6 +108,9 @@ class RaceSettings:
     # Counters of the one node that Elasticsearch does not report (local mode: its memory cgroup).
     node_probe: Callable[[], dict[str, Any]] | None = None
     profiler: Profiler | None = None  # what spec.profile needs: a node esbench can attach a profiler to
+    # What workload.reuseIndex needs: the location of a filesystem snapshot repository, in the
+    # path.repo of the target's nodes (local mode: esbench.localnode.localcluster.snapshot_root).
+    snapshot_repository: str | None = None
 
 
 def exit_code(report: RaceReport) -> int:
@@ -358,6 +361,23 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
         assert spec.workload.repository is not None  # spec_rejection checked it
         (rally_home / ".rally").mkdir(exist_ok=True)
         (rally_home / ".rally" / "rally.ini").write_text(rally.rally_ini(spec.workload.repository.url))
+    if spec.workload.reuse_index:
+        if settings.snapshot_repository is None:
+            print("esbench: workload.reuseIndex: no snapshot repository is known on this target (local mode makes "
+                  "one), so this race builds its index", file=out, flush=True)
+        else:
+            track_sha256 = environment.track_identity(spec.workload, TRACKS_DIR, rally_home).sha256
+            assert track_sha256 is not None  # a bundled track (spec_rejection checked it)
+            snapshot = indexreuse.snapshot_name(spec.workload, params, root["version"]["number"], track_sha256)
+            try:
+                restore = indexreuse.holds(target, settings.snapshot_repository, snapshot)
+            except (OSError, ValueError) as e:
+                return failed(Reason.RACE_FAILED, redact(
+                    f"workload.reuseIndex: cannot use the snapshot repository at {settings.snapshot_repository}: {e}"))
+            params[models.INDEX_SNAPSHOT_PARAM] = {
+                "repository": indexreuse.REPOSITORY, "snapshot": snapshot, "restore": restore}
+            print(f"esbench: workload.reuseIndex: {'restoring' if restore else 'building the index, then taking'} "
+                  f"snapshot {snapshot}", file=out, flush=True)
 
     params_file = work_dir / "track-params.json"
     params_file.write_text(json.dumps(params, indent=2))

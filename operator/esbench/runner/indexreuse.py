@@ -1,0 +1,57 @@
+"""workload.reuseIndex: a bundled track's index built once, then restored from a snapshot.
+
+The runner names the snapshot after everything that shapes the index and asks the target
+whether its repository holds it; the track takes or restores it (its `index_snapshot` param),
+and Elasticsearch writes the files, into a filesystem repository at a location of its nodes'
+path.repo. The runner never touches them, so the location may be a volume of remote nodes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import urllib.error
+from typing import Any
+
+from esbench.api import models
+from esbench.esclient import Client
+
+REPOSITORY = "esbench-index-reuse"
+
+
+def snapshot_name(workload: models.Workload, params: dict[str, Any], version: str, track_sha256: str) -> str:
+    """The same name for the same index: the version that writes it, the track's files, the
+    workload (test mode and the task filters too) and the track params, but workload.load's
+    (they only drive searches)."""
+    load = workload.load.track_params() if workload.load else {}
+    shaping = {
+        "version": version,
+        "track_sha256": track_sha256,
+        "workload": workload.model_dump(mode="json", exclude={"load", "contrasts"}),
+        "params": {name: value for name, value in params.items() if name not in load},
+    }
+    digest = hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()
+    return f"{workload.track}-{digest[:24]}"
+
+
+def holds(target: Client, location: str, snapshot: str) -> bool:
+    """Whether the repository at location holds snapshot (registered first: a new node knows none).
+    A location the nodes cannot use is a ValueError with Elasticsearch's reason."""
+    try:
+        target.request("PUT", f"_snapshot/{REPOSITORY}", {"type": "fs", "settings": {"location": location}}, timeout=60)
+    except urllib.error.HTTPError as e:
+        raise ValueError(f"HTTP {e.code}: {_reason(e)}") from e
+    try:
+        target.get(f"_snapshot/{REPOSITORY}/{snapshot}", timeout=60)
+    except urllib.error.HTTPError as e:
+        if e.code == 404:
+            return False
+        raise
+    return True
+
+
+def _reason(error: urllib.error.HTTPError) -> str:
+    try:
+        return json.loads(error.read())["error"]["reason"]
+    except (ValueError, KeyError, TypeError, OSError):
+        return str(error.reason)

@@ -1,0 +1,40 @@
+"""workload.reuseIndex's snapshot names: one per index, whatever drives the searches.
+The snapshots themselves are taken and restored on real Elasticsearch in tests/runner/test_bundled_tracks."""
+
+import pytest
+
+from esbench.api import models
+from esbench.runner import indexreuse, rally
+
+VERSION, FILES = "8.7.1", "a" * 64
+
+
+def name(workload=None, index=None, version=VERSION, files=FILES):
+    spec = models.ExperimentSpec.model_validate({
+        "elasticsearch": {"version": VERSION}, "index": index or {"codec": "best_compression"},
+        "workload": {"track": "codec-search", "reuseIndex": True, "trackParams": {"doc_count": 1000},
+                     **(workload or {})}})
+    return indexreuse.snapshot_name(spec.workload, rally.track_params(spec, 1), version, files)
+
+
+def test_the_same_spec_names_the_same_snapshot_after_its_track():
+    assert name() == name() and name().startswith("codec-search-")
+
+
+def test_what_drives_the_searches_only_names_the_same_snapshot():
+    load = {"load": {"targetThroughput": 8, "clients": 4, "timePeriodSeconds": 60}}
+    assert name(load) == name() == name({"contrasts": [{"name": "c", "baseline": "random-hits", "variants": ["x"]}]})
+
+
+@pytest.mark.parametrize("change", [
+    {"index": {"codec": "default"}},
+    {"index": {"codec": "best_compression", "shards": 2}},
+    {"workload": {"trackParams": {"doc_count": 1001}}},
+    {"workload": {"trackParams": {"doc_count": 1000, "message_bytes": 12000}}},
+    {"workload": {"testMode": True}},
+    {"workload": {"excludeTasks": ["force-merge"]}},
+    {"version": "8.7.2"},
+    {"files": "b" * 64},
+])
+def test_whatever_shapes_the_index_names_another_snapshot(change):
+    assert name(**change) != name()
