@@ -126,7 +126,7 @@ INVALID = [
                                       {"name": "x", "baseline": "c", "variants": ["d"]}]),
      "Duplicate value"),
     ("index reuse on a track that cannot restore its index", with_spec("workload.reuseIndex", True),
-     "workload.reuseIndex is for the bundled tracks codec-search"),
+     "workload.reuseIndex is for the bundled track(s) codec-search"),
     ("a warm-up period without a period",
      both("workload.track", "range-queries", "workload.load", {"warmupTimePeriodSeconds": 5}),
      "workload.load.warmupTimePeriodSeconds needs timePeriodSeconds"),

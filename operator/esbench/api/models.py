@@ -48,7 +48,7 @@ def _cel_list(names: tuple[str, ...] | list[str]) -> str:
 
 
 def _and(names: tuple[str, ...]) -> str:
-    return f"{', '.join(names[:-1])} and {names[-1]}"
+    return f"{', '.join(names[:-1])} and {names[-1]}" if len(names) > 1 else names[0]
 
 
 # Scalars only, as the CRD allows (x-kubernetes-int-or-string) for elasticsearch.yml and index settings:
@@ -370,7 +370,7 @@ class Workload(Model):
          "workload.maxErrorRate needs workload.onError continue (abort stops the race at the first failed request)"),
         (f"!has(self.reuseIndex) || !self.reuseIndex || (self.source == 'Bundled' && self.track in "
          f"{_cel_list(INDEX_REUSE_TRACKS)})",
-         f"workload.reuseIndex is for the bundled tracks {_and(INDEX_REUSE_TRACKS)}"),
+         f"workload.reuseIndex is for the bundled track(s) {_and(INDEX_REUSE_TRACKS)}"),
     ))
 
     track: str = Field(max_length=63, description=(
