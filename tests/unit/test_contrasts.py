@@ -61,6 +61,17 @@ def test_chosen_metrics_in_their_order_and_missing_tasks_are_named():
     assert [c["cell"] for c in wire["rows"][0]["cells"]] == [FULL, NO_SOURCE]
 
 
+def test_the_metrics_a_contrast_names_are_the_family_its_p_values_are_corrected_over():
+    """Each race reports more metrics (service p99, CPU, ...) than the contrast asks about: those
+    it does not name are no comparisons of its family, and the status says the family's size."""
+    chosen = models.Contrast(name="source", baseline=FULL, variants=[NO_SOURCE], metrics=["service_time.p50"])
+    runs = [race(100 + d, 60 + d) for d in (-2, -1, 0, 1, 2)]
+    (wire,) = contrasts.to_wire(runs, models.Workload(track="source-filtering", contrasts=[chosen]))
+    assert wire["corrections"]["exploratory"] == {"correction": "Benjamini-Hochberg", "comparisons": 1}
+    (row,) = contrasts.compare_tasks(runs, chosen)
+    assert row.cells[1].p_adjusted == row.cells[1].p_value  # one comparison: nothing to correct
+
+
 def test_the_crd_offers_exactly_the_task_metrics_of_esbench_compare():
     crd = yaml.safe_load((REPO / "crds" / "esbench.io_experiments.yaml").read_text())
     workload = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["workload"]

@@ -7,7 +7,7 @@ cluster, the data and the moment, so comparing them with each other is the clean
 there is. Each task of a contrast is treated as a cell of stats.compare_cells, with the tasks'
 figures as its samples, paired by race: one race gives the change only (its verdict says
 InsufficientData); the repetitions of a sweep's cell give the interval and the verdict. A contrast's rows are
-exploratory comparisons, corrected together (Benjamini-Hochberg).
+exploratory comparisons, corrected together (Benjamini-Hochberg): the metrics it names are its family.
 
 Pure: Results in, stats.Rows out, and their wire form for a status.
 """
@@ -48,8 +48,8 @@ def compare_tasks(runs: Sequence[models.Results], contrast: models.Contrast,
     races = {task: [position for position, _ in figures] for task, figures in found.items()}
     by_race = statistics.model_copy(update={"paired": statistics.test == models.SignificanceTest.WELCH_T})
     wanted = contrast.metrics or DEFAULT_METRICS
-    rows = stats.compare_cells(cells, contrast.baseline, by_race, rounds=races)
-    return sorted((r for r in rows if r.metric.key in wanted), key=lambda r: wanted.index(r.metric.key))
+    rows = stats.compare_cells(cells, contrast.baseline, by_race, rounds=races, metrics=wanted)
+    return sorted(rows, key=lambda r: wanted.index(r.metric.key))
 
 
 def to_wire(runs: Sequence[models.Results], workload: models.Workload,
@@ -58,8 +58,9 @@ def to_wire(runs: Sequence[models.Results], workload: models.Workload,
     found = []
     for contrast in workload.contrasts or []:
         missing = [t for t in (contrast.baseline, *contrast.variants) if not _as_cell(runs, t, contrast.name)]
+        rows = compare_tasks(runs, contrast, statistics)
         entry: dict[str, Any] = {"name": contrast.name, "baseline": contrast.baseline,
-                                 "rows": stats.to_wire(compare_tasks(runs, contrast, statistics))}
+                                 "corrections": stats.corrections(rows), "rows": stats.to_wire(rows)}
         if missing:
             entry["missingTasks"] = missing  # a typo, or a task the race did not report
         found.append(entry)

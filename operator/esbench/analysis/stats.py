@@ -38,7 +38,7 @@ import bisect
 import functools
 import math
 import statistics
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any
@@ -378,9 +378,11 @@ def compare_cells(
     statistics_: models.Statistics | None = None,
     primary: Iterable[tuple[str, str]] = (),
     rounds: Mapping[str, Sequence[int]] | None = None,
+    metrics: Collection[str] | None = None,
 ) -> list[Row]:
     """One Row per (section, subject, metric) that has a value in any cell, in the order of
-    compare.measurements (tasks, then cluster, then nodes).
+    compare.measurements (tasks, then cluster, then nodes); only the metrics (keys) named in
+    `metrics` when given, so that they alone are the comparisons corrected together.
 
     `samples` maps each cell (baseline included, in cell order) to the Results of its
     successful runs. Cells still without values for a metric are left out of its row, so
@@ -405,6 +407,8 @@ def compare_cells(
     for cell, runs in samples.items():
         for position, results in enumerate(runs):
             for m in compare.measurements(results):
+                if metrics is not None and m.metric.key not in metrics:
+                    continue
                 key = (m.section, m.subject, m.metric.key)
                 first.setdefault(key, m)
                 # A missing or non-finite figure is no sample: nan would poison every statistic.

@@ -288,17 +288,22 @@ def sweep_tables(document: dict[str, Any]) -> list[Table]:
     tables = [cells, comparison_statistics(state.get("baseline", "?"), state.get("corrections") or {},
                                            state.get("comparison", []))]
     for contrast in state.get("contrasts", []):
-        title = f"{contrast['cell']}: contrast {contrast['name']}, against task {contrast['baseline']} over the cell's runs"
+        title = (f"{contrast['cell']}: contrast {contrast['name']}, against task {contrast['baseline']} over the "
+                 f"cell's runs{corrected(contrast.get('corrections') or {})}")
         tables.append(statistics_table(title, "contrast", contrast["rows"], contender="task"))
     return tables
 
 
-def comparison_statistics(baseline: str, corrections: dict[str, Any], rows: list[dict[str, Any]]) -> Table:
-    """A comparison of cells (stats.to_wire rows), titled with its corrections."""
+def corrected(corrections: dict[str, Any]) -> str:
+    """How many comparisons each family's p-values were corrected over (stats.corrections), for a title."""
     families = "; ".join(f"{family}: {corrections[family]['correction']} over {corrections[family]['comparisons']}"
                          for family in ("primary", "exploratory") if (corrections.get(family) or {}).get("comparisons"))
-    title = f"Comparison against {baseline}" + (f" (corrected for many comparisons: {families})" if families else "")
-    return statistics_table(title, "task", rows)
+    return f" (corrected for many comparisons: {families})" if families else ""
+
+
+def comparison_statistics(baseline: str, corrections: dict[str, Any], rows: list[dict[str, Any]]) -> Table:
+    """A comparison of cells (stats.to_wire rows), titled with its corrections."""
+    return statistics_table(f"Comparison against {baseline}{corrected(corrections)}", "task", rows)
 
 
 def statistics_table(title: str, subject: str, rows: list[dict[str, Any]], contender: str = "cell") -> Table:
