@@ -143,14 +143,22 @@ def test_report_needs_somewhere_to_write(esbench, result_files):
     assert run.exit_code == 2 and "--html" in run.stderr
 
 
-def test_show_prints_each_experiments_tasks_and_cluster_figures(esbench, result_files):
-    run = esbench("show", str(result_files[0]))
-    assert run.exit_code == 0, run.stderr
+def test_show_prints_each_experiments_tasks_cluster_figures_and_index_layout(esbench, result_files, tmp_path):
     document = json.loads(result_files[0].read_text())
+    document["status"]["results"]["indices"] = [{
+        "index": "codec-search", "shardCopies": 1, "segments": 1, "compoundSegments": 0, "documents": 280000,
+        "sizeBytes": 2742109802, "attributes": {"Lucene90StoredFieldsFormat.mode": ["BEST_SPEED"]}}]
+    path = tmp_path / "with-layout.json"
+    path.write_text(json.dumps(document))
+    run = esbench("show", str(path))
+    assert run.exit_code == 0, run.stderr
     assert document["metadata"]["name"] in run.stdout
     for task in document["status"]["results"]["tasks"]:
         assert task["task"] in run.stdout
     assert "Tasks" in run.stdout and "Cluster and nodes" in run.stdout
+    text = " ".join(run.stdout.split())
+    assert "Indices as the race left them" in text and "Lucene90StoredFieldsFormat.mode: BEST_SPEED" in text
+    assert "2.6 GiB" in text, text
 
 
 def test_show_prints_latency_beside_service_time_each_tasks_node_cpu_contrasts_and_the_environment(esbench, tmp_path):

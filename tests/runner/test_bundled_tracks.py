@@ -199,6 +199,12 @@ def test_best_compression_stores_the_same_corpus_in_less_space_and_a_reused_inde
         segments = cluster.client.get("codec-search/_segments")["indices"]["codec-search"]["shards"]
         searched = sorted((name, s["num_docs"], s["size_in_bytes"], s.get("attributes"))
                           for copies in segments.values() for copy in copies for name, s in copy["segments"].items())
+        # The segments the race recorded are the ones the test reads, in the codec's stored-fields mode.
+        (recorded,) = [i for i in results.indices if i.index == "codec-search"]
+        assert (recorded.segments, recorded.documents, recorded.size_bytes) == (
+            len(searched), 1000, sum(size for _, _, size, _ in searched))
+        assert recorded.attributes["Lucene90StoredFieldsFormat.mode"] == [
+            "BEST_COMPRESSION" if codec == "best_compression" else "BEST_SPEED"]
         if codec in layout:  # the second race of default
             assert reuse == {**snapshots[codec], "restore": True}, run.output
             assert "index-append" not in tasks and searched == layout[codec]

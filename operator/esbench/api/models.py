@@ -836,6 +836,23 @@ class Environment(Model):
     kubernetes: KubernetesEnvironment | None = None
 
 
+class IndexLayout(Model):
+    """An index as the race left it (`GET _segments`, every shard copy): what its searches read."""
+
+    index: str
+    shard_copies: int
+    segments: int
+    compound_segments: int = Field(description=(
+        "Segments in one compound file (.cfs): Elasticsearch's hybridfs memory-maps those whole, stored fields "
+        "included, where it reads a separate stored-fields file (.fdt) with reads. Elasticsearch makes a segment "
+        "compound up to index.compound_format (default 1gb)."))
+    documents: int
+    size_bytes: int = Field(json_schema_extra={"format": "int64"})
+    attributes: dict[str, list[str]] | None = Field(None, description=(
+        "The distinct values of each attribute Lucene records per segment, e.g. the stored fields' compression "
+        "mode (Lucene90StoredFieldsFormat.mode: BEST_SPEED is LZ4)."))
+
+
 class Results(Model):
     race_id: str | None = None
     track: str | None = None
@@ -849,6 +866,7 @@ class Results(Model):
     idle: IdleWindow | None = None
     environment: Environment | None = None
     profile: ProfileRecording | None = None
+    indices: list[IndexLayout] | None = None
 
 
 Int64 = Annotated[int, Field(json_schema_extra={"format": "int64"})]

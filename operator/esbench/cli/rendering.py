@@ -161,6 +161,17 @@ def results_tables(results: models.Results) -> list[Table]:
         for m in measured:
             cluster.add_row(m.metric.label, format_value(m.value, m.unit))
         tables.append(cluster)
+    if results.indices:
+        layout = Table(title="Indices as the race left them", title_justify="left", caption_justify="left",
+                       caption="every shard copy; compound: segments in one .cfs file, which hybridfs memory-maps")
+        for header in ("index", "segments", "compound", "documents", "size", "segment attributes"):
+            layout.add_column(header, justify="left" if header in ("index", "segment attributes") else "right",
+                              no_wrap=header != "segment attributes", overflow="fold")
+        for index in results.indices:
+            attributes = "\n".join(f"{key}: {', '.join(values)}" for key, values in (index.attributes or {}).items())
+            layout.add_row(index.index, str(index.segments), str(index.compound_segments),
+                           format_value(index.documents, None), format_value(index.size_bytes, "bytes"), attributes)
+        tables.append(layout)
     profiled = [t for t in results.tasks if t.profile]
     if results.profile and profiled:
         recording = results.profile

@@ -39,7 +39,7 @@ from esbench.analysis import profiles
 from esbench.api import models, validation
 from esbench.api.race_report import Failure, RaceReport, encode_report
 from esbench.api.reasons import Reason
-from esbench.runner import corpus, environment, indexreuse, nodestats, rally, results, taskwindows
+from esbench.runner import corpus, environment, indexreuse, layout, nodestats, rally, results, taskwindows
 from esbench.runner.target import Target, Unreachable
 
 TRACKS_DIR = Path(__file__).parent / "tracks"
@@ -457,6 +457,10 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
             profile_tasks(summary, windows, settings.profiler, work_dir / PROFILES)
         except (RuntimeError, OSError) as e:  # the race's figures stand without their profiles
             print(f"esbench: the profile could not be cut by task: {e}", file=out, flush=True)
+    try:
+        summary.indices = layout.read(lambda path: target.get(path, timeout=30)) or None
+    except (OSError, ValueError, KeyError) as e:  # e.g. a user without the monitor privilege
+        print(f"esbench: the indices' segments could not be read: {redact(str(e))}", file=out, flush=True)
     summary.environment = models.Environment(
         esbench_version=environment.esbench_version(),
         rally_version=summary.rally_version,
