@@ -133,8 +133,8 @@ def local_notes(spec: models.ExperimentSpec, options: Options) -> list[str]:
         return notes
     notes = []
     if spec.workload.reuse_index:
-        notes.append(f"workload.reuseIndex: the index is built once and restored from a snapshot kept in "
-                     f"{localcluster.snapshot_root() / es.version} (delete it to build again)")
+        notes.append(f"workload.reuseIndex: the index is built once and restored from a snapshot kept under "
+                     f"{localcluster.snapshot_root()}, a folder per version (delete it to build again)")
     nodes = es.nodes()
     if nodes > 1:
         notes.append(f"local mode runs one node; the spec asks for {nodes}")
@@ -297,8 +297,6 @@ def _local_cluster(spec: models.ExperimentSpec, options: Options, progress: Prog
     if options.cpu_split:
         kwargs["cpus"] = options.cpu_split.elasticsearch
         annotations["esbench.io/cpus"] = options.cpu_split.describe()
-    if spec.workload.reuse_index:
-        kwargs["snapshot_repository"] = localcluster.snapshot_root() / es.version
     limit = memory_limit(es)
     if limit is not None:
         kwargs["memory_limit"] = limit
@@ -327,6 +325,8 @@ def _local_cluster(spec: models.ExperimentSpec, options: Options, progress: Prog
         progress.note(f"Elasticsearch {version} is {INTEG_TEST_ZIP}")
         annotations["esbench.io/elasticsearch"] = (
             f"{version} integ-test-zip from Maven Central (minimal distribution), one local node")
+    if spec.workload.reuse_index:  # by the version that runs: --es-home may hold another than the spec's
+        kwargs["snapshot_repository"] = localcluster.snapshot_root() / version
     with progress.step(f"Starting Elasticsearch {version} on 127.0.0.1 (heap {heap}, "
                        f"{'HTTPS' if es.tls else 'HTTP'})") as detail:
         try:
