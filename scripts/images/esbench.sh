@@ -62,7 +62,7 @@ if [ ! -s "$base.tar" ]; then  # moved in last: a base without it is unfinished
   wheels "$work/wheels" "esrally==$ESRALLY_VERSION"
   wheels "$work/otava-wheels" "apache-otava==$OTAVA_VERSION"
   # The RUN steps of operator/Dockerfile that do not involve our code, as mmdebstrap hooks.
-  mmdebstrap --quiet --variant=apt --include=python3,python3-venv,git,ca-certificates \
+  mmdebstrap --quiet --variant=apt --include=python3,python3-venv,git,ca-certificates,openjdk-17-jre-headless \
     --customize-hook="copy-in $work/wheels $work/otava-wheels /tmp" \
     --customize-hook='chroot "$1" '"${CHROOT_ENV[*]}"' sh -ec "
         python3 -m venv /opt/rally
@@ -106,12 +106,16 @@ in_layer "$work/code" "$deps:$base" "$work/wheels" \
    /opt/esbench/bin/pip check"
 # The bundled tracks must be in the installed package (package data), or the runner has none.
 ls "$work/code"/opt/esbench/lib/python3.11/site-packages/esbench/runner/tracks/smoke/track.json >/dev/null
+# async-profiler, sha1-verified by the code that pins it (and cached where local mode keeps it).
+PYTHONPATH="$repo_root/operator" "$repo_root/.venv/bin/python" -m esbench.localnode.profiler "$work/code/opt/async-profiler"
+chmod -R a+rX "$work/code/opt/async-profiler"
 
 python3 "$images_dir/oci-pack.py" --layer "$base.tar" --layer "$deps.tar" --layer "$work/code" \
   --name "$name" --out "$archive" \
   --entrypoint '["esbench"]' --cmd '["operator"]' --user 10001:10001 --workdir /work \
   --env PATH=/opt/esbench/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
   --env PYTHONDONTWRITEBYTECODE=1 --env PYTHONUNBUFFERED=1 --env PIP_NO_CACHE_DIR=1 \
-  --env ESBENCH_ESRALLY=/opt/rally/bin/esrally --env ESBENCH_OTAVA=/opt/otava >/dev/null
+  --env ESBENCH_ESRALLY=/opt/rally/bin/esrally --env ESBENCH_OTAVA=/opt/otava \
+  --env ESBENCH_ASYNC_PROFILER=/opt/async-profiler >/dev/null
 prune_older "esbench-0.1.0" "$archive"
 echo "$archive"

@@ -9,6 +9,8 @@ See conftest.py for how the cluster is obtained. Every namespace here enforces P
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 from datetime import datetime
 from typing import Any
@@ -17,6 +19,7 @@ import pytest
 import yaml
 from kubernetes import client
 
+from esbench.analysis import profiles
 from esbench.controller.readiness import readiness
 from esbench.controller.recording import recorded
 from esbench.runner.corpus import TEST_MODE_COUNT
@@ -248,13 +251,17 @@ def test_quickstart_succeeds_with_sane_results_and_cleans_up_its_cluster(cluster
     assert [job.status.succeeded for job in experiments.jobs()] == [1]
 
 
-def test_three_node_cluster_serves_a_race_on_replicated_shards_and_frees_its_volumes(cluster, experiments):
-    """ECK's discovery and transport TLS between three pods; the index's replicas on other nodes."""
+def test_three_profiled_nodes_serve_a_race_on_replicated_shards_store_its_profiles_and_free_their_volumes(
+        cluster, experiments):
+    """ECK's discovery and transport TLS between three pods; the index's replicas on other nodes.
+    Profiled: each pod records from its JVM's start and serves its recordings to the Rally Job,
+    which sums the three nodes' stacks per task into a ConfigMap."""
     body = quickstart(cluster, test_mode=True)
     body["metadata"]["name"] = "three-nodes"
     es = body["spec"]["elasticsearch"]
     es.update(nodeCount=3, heap="384m", resources={"requests": {"cpu": "300m", "memory": "1Gi"}, "limits": {"memory": "1Gi"}})
     body["spec"]["index"] = {"shards": 3, "replicas": 1}
+    body["spec"]["profile"] = {"event": "cpu"}
     experiments.create(body)
     # The data on volumes of the cluster's default StorageClass (on the node: the local-path
     # provisioner of scripts/node/storage.sh), one claim per pod, bound as the pods are scheduled.
@@ -275,6 +282,19 @@ def test_three_node_cluster_serves_a_race_on_replicated_shards_and_frees_its_vol
     assert len(indexed) == 3 and sum(indexed.values()) == 2 * TEST_MODE_COUNT, indexed
     assert all(0.5 * TEST_MODE_COUNT < count < 0.85 * TEST_MODE_COUNT for count in indexed.values()), indexed
     assert all(task["errorRate"] == 0 for task in status["results"]["tasks"])
+    # The profiles: each task's stacks in the ConfigMap beside the Experiment, its top frames in
+    # the status. Bulk indexing on three nodes runs Elasticsearch's code on every one of them.
+    recording = status["results"]["profile"]
+    assert recording["event"] == "cpu" and recording["interval"] == "10ms" and "folder" not in recording, recording
+    stored = experiments.core.read_namespaced_config_map(recording["configMap"], experiments.namespace).binary_data
+    profiled = {task["task"]: task["profile"] for task in status["results"]["tasks"] if task.get("profile")}
+    assert set(stored) == {profile["stacks"] for profile in profiled.values()}, (stored.keys(), profiled)
+    bulk = profiles.parse(gzip.decompress(base64.b64decode(stored[profiled["index-append"]["stacks"]])).decode())
+    assert bulk.samples == profiled["index-append"]["samples"] > 0, profiled["index-append"]
+    in_bulk = bulk.share(r"^org\.elasticsearch\.action\.bulk\.")
+    print(f"3 nodes, profiled: index-append {bulk.samples} samples, {100 * in_bulk:.0f} % of them in bulk actions")
+    assert in_bulk > 0.05, profiled["index-append"]["top"]
+    # Every pod (Elasticsearch with the profiler's init container and sidecar) passed "restricted".
     experiments.assert_no_pod_was_refused()
     # cleanup Delete: the cluster goes, ECK's claims with it, and the provisioner frees the volumes.
     wait_for(lambda: not (experiments.claims() or any(map(experiments.volume_exists, volumes))), 180,

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from esbench.analysis import profiles
+from esbench.analysis import asyncprofiler, profiles
 from esbench.api import models
-from esbench.controller import manifests
-from esbench.localnode import profiler
 
 # As async-profiler's converter writes them: frames root first, a kind after each name, the count last.
 FULL_SOURCE = """\
@@ -69,14 +67,7 @@ def test_a_bounded_file_keeps_the_most_sampled_stacks_and_scales_for_a_diff():
 
 
 def test_the_cpu_event_is_a_cpu_time_timer_with_its_interval():
-    assert profiler.SAMPLING[models.ProfileEvent.CPU].event == "ctimer"
-    assert profiler.interval(models.Profile()) == "10ms"
-    assert profiler.interval(models.Profile(event="wall", intervalMillis=20)) == "20ms"
-    assert profiler.interval(models.Profile(event="alloc")) is None  # async-profiler's own default
-
-
-def test_the_operator_refuses_a_profile_it_cannot_make_yet():
-    spec = models.ExperimentSpec.model_validate({"elasticsearch": {"version": "8.19.21"}, "workload": {"track": "smoke"},
-                                                 "profile": {"event": "cpu"}})
-    assert "local mode only" in manifests.not_on_kubernetes(spec)
-    assert manifests.not_on_kubernetes(spec.model_copy(update={"profile": None})) is None
+    assert asyncprofiler.SAMPLING[models.ProfileEvent.CPU].event == "ctimer"
+    assert asyncprofiler.interval(models.Profile()) == "10ms"
+    assert asyncprofiler.interval(models.Profile(event="wall", intervalMillis=20)) == "20ms"
+    assert asyncprofiler.interval(models.Profile(event="alloc")) is None  # async-profiler's own default

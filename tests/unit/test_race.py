@@ -81,14 +81,15 @@ def test_an_esrally_that_is_no_python_script_is_started_as_it_is(tmp_path):
     assert race.esrally_argv("no-such-esrally") == ["no-such-esrally"]
 
 
-def test_a_profiler_that_cannot_stop_leaves_the_race_standing():
+def test_a_profiler_that_cannot_stop_leaves_the_race_standing_and_says_why():
     class Gone:
         def stop(self) -> None:
             raise RuntimeError("async-profiler stop failed: no such process")
 
     out = io.StringIO()
-    race.stop_profiler(Gone(), out)
-    assert "the profiler could not be stopped: async-profiler stop failed: no such process" in out.getvalue()
+    problem = race.stop_profiler(Gone(), out)
+    assert problem == "the profiler could not be stopped: async-profiler stop failed: no such process"
+    assert problem in out.getvalue()  # in the log, and returned to be told in results.profile.problem
 
 
 @pytest.mark.parametrize("timeout, budget", [(30, 22.5), (180, 135), (7200, 7155)])

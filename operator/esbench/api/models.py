@@ -499,7 +499,8 @@ class ProfileEvent(str, Enum):
 
 class Profile(Model):
     """A profile of Elasticsearch's JVM over the race (async-profiler), cut into one flame graph per task
-    by the tasks' windows. Local mode only for now: it attaches to the node that esbench starts."""
+    by the tasks' windows. Local mode attaches it to the node that esbench starts; on Kubernetes the
+    nodes of the cluster that esbench makes record from their start (not an external cluster)."""
 
     model_config = ConfigDict(json_schema_extra=rules((
         "!has(self.intervalMillis) || self.event in ['cpu', 'wall']",
@@ -696,6 +697,8 @@ class ProfileRecording(Model):
     event: ProfileEvent
     interval: str | None = None  # as the profiler was given it (10ms; 512k bytes for alloc)
     folder: str | None = None  # the per-task files, relative to the result document's folder
+    config_map: str | None = None  # on Kubernetes: the ConfigMap beside the Experiment that holds them
+    problem: str | None = None  # why some or all tasks have no profile
 
 
 class TaskResult(Model):

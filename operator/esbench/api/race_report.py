@@ -36,6 +36,8 @@ class RaceReport(Model):
     failure: Failure | None = None
     results: Results | None = None
     race_json: dict[str, Any] | None = None
+    # The per-task profile files (Results.profile), base64: the Rally Job's only way out for them.
+    profiles: dict[str, str] | None = None
 
 
 def encode_report(report: RaceReport) -> list[str]:

@@ -40,6 +40,7 @@ class Reason(StrEnum):
     CLUSTER_DELETED = "ClusterDeleted"
     CLEANUP_FAILED = "CleanupFailed"
     RACE_JSON_NOT_STORED = "RaceJsonNotStored"
+    PROFILES_NOT_STORED = "ProfilesNotStored"
     ENVIRONMENT_INCOMPLETE = "EnvironmentIncomplete"
     # The Recorded condition (a results store is configured)
     RECORD_PENDING = "RecordPending"
@@ -117,6 +118,7 @@ MEANINGS: dict[Reason, str] = {
     Reason.CLUSTER_DELETED: "Event: the Experiment's cluster was deleted after the race (lifecycle.cleanup)",
     Reason.CLEANUP_FAILED: "Event: deleting the cluster was refused; tried again later",
     Reason.RACE_JSON_NOT_STORED: "Event: Rally's race.json could not be stored in its ConfigMap",
+    Reason.PROFILES_NOT_STORED: "Event: the race's per-task profiles could not be stored in their ConfigMap",
     Reason.ENVIRONMENT_INCOMPLETE: "Event: part of status.results.environment.kubernetes could not be read",
     Reason.RECORD_PENDING: "the Experiment succeeded and is about to be written to the results store "
                            "(resultsStore in the chart); ttlSecondsAfterFinished waits for it",

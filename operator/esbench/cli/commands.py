@@ -400,8 +400,11 @@ def _task_stacks(path: Path, task: str) -> tuple[compare.Entry, Path]:
         raise click.ClickException(str(error)) from error
     recording = entry.results.profile
     found = next((t for t in entry.results.tasks if t.task == task), None)
-    if recording is None or recording.folder is None:
+    if recording is None:
         raise click.ClickException(f"{path}: the run was not profiled (spec.profile)")
+    if recording.folder is None:  # a run on Kubernetes
+        raise click.ClickException(f"{path}: the stacks are in ConfigMap {recording.config_map} of the Experiment's "
+                                   "namespace, not beside the file (docs/profiles.md)")
     if found is None or found.profile is None or found.profile.stacks is None:
         profiled = ", ".join(t.task for t in entry.results.tasks if t.profile)
         raise click.ClickException(f"{path}: no profile of task {task} (profiled: {profiled or 'none'})")

@@ -173,12 +173,16 @@ def results_tables(results: models.Results) -> list[Table]:
                            format_value(index.documents, None), format_value(index.size_bytes, "bytes"), attributes)
         tables.append(layout)
     profiled = [t for t in results.tasks if t.profile]
-    if results.profile and profiled:
+    if results.profile and (profiled or results.profile.problem):
         recording = results.profile
+        notes = ["self: the frame running when sampled"]
+        if recording.folder or recording.config_map:
+            notes.append(f"stacks and flame graphs in {recording.folder}" if recording.folder
+                         else f"stacks in ConfigMap {recording.config_map}")
         top = Table(title=f"Where each task's samples were taken ({recording.profiler}, {recording.event.value}"
                           f"{', every ' + recording.interval if recording.interval else ''})",
                     title_justify="left", caption_justify="left",
-                    caption=f"self: the frame running when sampled; stacks and flame graphs in {recording.folder}")
+                    caption="; ".join(notes) + (f"\nincomplete: {recording.problem}" if recording.problem else ""))
         top.add_column("task", no_wrap=True)
         top.add_column("samples", justify="right", no_wrap=True)
         top.add_column("top frames (self)", overflow="fold")

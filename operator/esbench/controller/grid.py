@@ -92,13 +92,15 @@ def round_spec(cell_spec: dict[str, Any], per_round: list[models.RoundAxis] | No
 def cluster_key(cell_spec: dict[str, Any]) -> str:
     """Cells with the same key can share one cluster (one after another, each with a fresh index).
 
-    The cluster is fixed by spec.elasticsearch; the track is part of the key too, because
-    Rally's store size and segment count cover every index on the cluster, and a track only
-    deletes its own indices before it starts.
+    The cluster is fixed by spec.elasticsearch, and by spec.profile (its nodes record from their
+    start: a cell without a profile must not run on them); the track is part of the key too,
+    because Rally's store size and segment count cover every index on the cluster, and a track
+    only deletes its own indices before it starts.
     """
     workload = cell_spec.get("workload") or {}
     identity = {key: workload.get(key) for key in ("track", "source", "repository")}
-    return json.dumps([cell_spec.get("elasticsearch"), cell_spec.get("target"), identity], sort_keys=True)
+    return json.dumps([cell_spec.get("elasticsearch"), cell_spec.get("target"), identity, cell_spec.get("profile")],
+                      sort_keys=True)
 
 
 def _check_field(field: str) -> None:

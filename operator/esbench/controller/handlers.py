@@ -90,7 +90,7 @@ async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
     kube = Kube(_api_client())
     _reconciler = Reconciler(kube, SETTINGS, kube.post_event)
-    _sweep_reconciler = SweepReconciler(kube, kube.post_event, _reconciler.store)
+    _sweep_reconciler = SweepReconciler(kube, kube.post_event, _reconciler.store, SETTINGS)
     _schedule_reconciler = ScheduleReconciler(kube, kube.post_event, _reconciler.store)
     asyncio.get_running_loop().create_task(_resync_forever())
     # What exists by now (modules, pydantic's schemas, kopf's and the client's machinery) lives as

@@ -127,6 +127,10 @@ class Reconciler:
 
     # --- steps ---
 
+    def _elasticsearch_manifest(self, experiment: manifests.Experiment) -> dict[str, Any]:
+        return manifests.elasticsearch_manifest(experiment, profiler_image=self.settings.rally_image,
+                                                image_pull_policy=self.settings.rally_image_pull_policy)
+
     def _provision(self, body: dict[str, Any], experiment: manifests.Experiment) -> dict[str, Any]:
         current = body.get("status") or {}
         started = current.get("startTime") or status.now()
@@ -141,7 +145,7 @@ class Reconciler:
                                 (CLUSTER_READY, False, Reason.WAITING_FOR_CLUSTER, message),
                                 (BENCHMARK_COMPLETE, False, Reason.WAITING_FOR_CLUSTER, "The race starts once the cluster is ready"))
         try:
-            created = self.kube.create_elasticsearch(manifests.elasticsearch_manifest(experiment))
+            created = self.kube.create_elasticsearch(self._elasticsearch_manifest(experiment))
         except KindNotServed:
             if _waited_for_cluster(body, experiment):
                 return self._finish(body, experiment, False, Reason.ECK_NOT_INSTALLED, ECK_NOT_INSTALLED)
@@ -207,9 +211,17 @@ class Reconciler:
                                     body["status"].get("message") or verdict.message, {},
                                     (CLUSTER_READY, False, current.get("reason") or Reason.PROVISIONING, verdict.message))
             return body
+        recordings_from = None
+        if experiment.spec.profile:
+            recordings_from = manifests.recordings_sources(experiment.cluster, experiment.namespace, es)
+            if recordings_from is None:
+                message = (f"spec.profile: the nodes of Elasticsearch {experiment.cluster} record no profile (esbench "
+                           "starts the profiler with the clusters it makes for a profiled Experiment or sweep)")
+                return self._finish(body, experiment, False, Reason.INVALID_SPEC, message)
         job = manifests.rally_job_manifest(experiment, manifests.connection(experiment, es),
                                           self.settings.rally_image, self.settings.rally_image_pull_policy,
-                                          self.settings.job_deadline_grace_seconds, self.settings.rally_resources)
+                                          self.settings.job_deadline_grace_seconds, self.settings.rally_resources,
+                                          recordings_from)
         try:
             created = self.kube.create_job(job)
         except Rejected as rejected:
@@ -242,7 +254,7 @@ class Reconciler:
         """There is no cluster under test (yet): a missing own cluster is asked for again."""
         if experiment.owns_cluster:  # deleted under us: ask for it again under the same name
             try:
-                self.kube.create_elasticsearch(manifests.elasticsearch_manifest(experiment))
+                self.kube.create_elasticsearch(self._elasticsearch_manifest(experiment))
             except Rejected as rejected:
                 return self._finish(body, experiment, False, Reason.CLUSTER_REJECTED, str(rejected))
         elif _waited_for_cluster(body, experiment):
@@ -309,6 +321,16 @@ class Reconciler:
                     self.emit(body, "Warning", Reason.RACE_JSON_NOT_STORED, f"ConfigMap {name} exists already")
             except Rejected as rejected:  # the results in the status matter more than the full race.json
                 self.emit(body, "Warning", Reason.RACE_JSON_NOT_STORED, str(rejected))
+        if report.profiles and report.results is not None and report.results.profile is not None:
+            configmap = manifests.profiles_configmap(experiment, report.profiles)
+            try:
+                if self.kube.create_configmap(configmap):
+                    report.results.profile.config_map = configmap["metadata"]["name"]
+                else:
+                    self.emit(body, "Warning", Reason.PROFILES_NOT_STORED,
+                              f"ConfigMap {configmap['metadata']['name']} exists already")
+            except Rejected as rejected:  # the results matter more than their profiles
+                self.emit(body, "Warning", Reason.PROFILES_NOT_STORED, str(rejected))
         if report.results is not None:
             environment = report.results.environment or Environment()
             environment.kubernetes, error = kubernetes.result()

@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel
 
+from esbench.analysis import asyncprofiler
 from esbench.api.models import (
     API_VERSION,
     CELL_LABEL,
@@ -28,6 +29,7 @@ from esbench.api.models import (
     SWEEP_LABEL,
     Elasticsearch,
     ExperimentSpec,
+    Profile,
     ScheduleSpec,
     SecretKeyRef,
     StorageType,
@@ -54,6 +56,16 @@ ES_POD_SECURITY_CONTEXT = {"runAsNonRoot": True, "runAsUser": 1000, "fsGroup": 1
 ES_CONTAINER_SECURITY_CONTEXT = {"allowPrivilegeEscalation": False, "privileged": False, "readOnlyRootFilesystem": True,
                                  "capabilities": {"drop": ["ALL"]}, "runAsNonRoot": True}
 ECK_INIT_CONTAINERS = ("elastic-internal-init-filesystem", "elastic-internal-suspend")
+# spec.profile: an init container of the esbench image puts async-profiler's library and a JVM
+# options file that starts it beside Elasticsearch; a sidecar serves the recordings (docs/profiles.md).
+PROFILER_INIT_CONTAINER = "esbench-profiler"
+RECORDINGS_CONTAINER = "esbench-recordings"
+RECORDINGS_PORT = 9443
+IMAGE_PROFILER_DIR = "/opt/async-profiler"  # in the esbench image (ESBENCH_ASYNC_PROFILER)
+PROFILER_DIR = "/esbench/profiler"
+RECORDINGS_DIR = "/esbench/recordings"
+ES_JVM_OPTIONS_DIR = "/usr/share/elasticsearch/config/jvm.options.d"  # read by the server JVM only, not by the CLI tools
+ES_HTTP_CERTS_VOLUME = "elastic-internal-http-certificates"  # ECK's, in every pod of a cluster with TLS
 # The esbench image's user and group (operator/Dockerfile, scripts/images/esbench.sh; the chart
 # runs the operator as them too): 10000 or more, above the nodes' own users.
 RUNNER_UID = 10001
@@ -107,9 +119,9 @@ class Experiment(Owner):
 
 def not_on_kubernetes(spec: ExperimentSpec) -> str | None:
     """What of an admitted spec the operator cannot do yet, or None."""
-    if spec.profile:
-        return ("spec.profile: profiles are made in local mode only for now (esbench run, which attaches the profiler "
-                "to the node it starts); remove spec.profile to run this Experiment on Kubernetes")
+    if spec.profile and spec.target is not None and spec.target.external is not None:
+        return ("spec.profile: on Kubernetes the profiler starts with the nodes of an ECK cluster that esbench makes "
+                "(spec.elasticsearch, or a sweep's shared cluster); it cannot reach into an external one")
     return None
 
 
@@ -162,13 +174,28 @@ def _metadata(owner: Owner, name: str, component: str) -> dict[str, Any]:
     }
 
 
-def elasticsearch_manifest(experiment: Experiment) -> dict[str, Any]:
-    """The ECK Elasticsearch resource for the Experiment's own cluster."""
+@dataclass(frozen=True)
+class Profiling:
+    """What a cluster's pods need to record a profile: how, and the esbench image that brings the profiler."""
+
+    profile: Profile
+    image: str
+    image_pull_policy: str
+
+
+def elasticsearch_manifest(experiment: Experiment, *, profiler_image: str | None = None,
+                           image_pull_policy: str = "IfNotPresent") -> dict[str, Any]:
+    """The ECK Elasticsearch resource for the Experiment's own cluster; with spec.profile, its pods
+    record one from their start (PROFILER_IMAGE, the esbench image, brings the profiler)."""
     assert experiment.spec.elasticsearch is not None, "only an Experiment with spec.elasticsearch owns a cluster"
-    return cluster_manifest(experiment, experiment.cluster, experiment.spec.elasticsearch)
+    profiling = None
+    if experiment.spec.profile:
+        assert profiler_image, "a profiled cluster needs the esbench image"
+        profiling = Profiling(experiment.spec.profile, profiler_image, image_pull_policy)
+    return cluster_manifest(experiment, experiment.cluster, experiment.spec.elasticsearch, profiling)
 
 
-def cluster_manifest(owner: Owner, name: str, es: Elasticsearch) -> dict[str, Any]:
+def cluster_manifest(owner: Owner, name: str, es: Elasticsearch, profiling: Profiling | None = None) -> dict[str, Any]:
     """An ECK Elasticsearch resource as spec.elasticsearch describes it, owned by owner."""
     node_sets = es.node_sets or []
     if not node_sets:
@@ -189,6 +216,9 @@ def cluster_manifest(owner: Owner, name: str, es: Elasticsearch) -> dict[str, An
         manifest["spec"]["image"] = es.image
     if not es.tls:
         manifest["spec"]["http"] = {"tls": {"selfSignedCertificate": {"disabled": True}}}
+    if profiling:
+        for node_set in manifest["spec"]["nodeSets"]:
+            _add_profiler(node_set["podTemplate"]["spec"], profiling, name, es.tls)
     return manifest
 
 
@@ -233,6 +263,66 @@ def _node_set(owner: Owner, es: Elasticsearch, name: str, count: int, roles: lis
     return node_set
 
 
+def _add_profiler(pod_spec: dict[str, Any], profiling: Profiling, cluster: str, tls: bool) -> None:
+    """async-profiler in the Elasticsearch JVM from its start, a new JFR file at every turn of its
+    loop, and the sidecar that serves the closed files to the Rally Job (docs/profiles.md)."""
+    options = asyncprofiler.start_options(profiling.profile, f"{RECORDINGS_DIR}/recording-%t.jfr",
+                                          asyncprofiler.RECORDING_LOOP)
+    jvm_option = f"-agentpath:{PROFILER_DIR}/{asyncprofiler.LIBRARY}={options}"
+    security = copy.deepcopy(ES_CONTAINER_SECURITY_CONTEXT)
+
+    def mount(volume: str, path: str, read_only: bool = True) -> dict[str, Any]:
+        return {"name": volume, "mountPath": path, "readOnly": read_only}
+
+    pod_spec.setdefault("volumes", []).extend([
+        {"name": "esbench-profiler", "emptyDir": {}},
+        {"name": "esbench-jvm-options", "emptyDir": {}},
+        {"name": "esbench-recordings", "emptyDir": {}},
+        # Readable by its owner (root) alone; the kubelet gives the pod's fsGroup read on it.
+        {"name": "esbench-elastic-password", "secret": {"secretName": names.es_elastic_user_secret(cluster),
+                                                        "items": [{"key": "elastic", "path": "password"}],
+                                                        "defaultMode": 0o400}},
+    ])
+    pod_spec["initContainers"].append({
+        "name": PROFILER_INIT_CONTAINER, "image": profiling.image, "imagePullPolicy": profiling.image_pull_policy,
+        "command": ["sh", "-ec", 'cp "$1" "$2/" && printf "%s\\n" "$3" > "$4"', "sh",
+                    f"{IMAGE_PROFILER_DIR}/{asyncprofiler.LIBRARY}", PROFILER_DIR, jvm_option,
+                    "/jvm-options/esbench-profiler.options"],
+        "volumeMounts": [mount("esbench-profiler", PROFILER_DIR, False), mount("esbench-jvm-options", "/jvm-options", False)],
+        "securityContext": security,
+    })
+    es_container = pod_spec["containers"][0]
+    es_container["volumeMounts"] = [mount("esbench-profiler", PROFILER_DIR), mount("esbench-jvm-options", ES_JVM_OPTIONS_DIR),
+                                    mount("esbench-recordings", RECORDINGS_DIR, False)]
+    args = ["serve-recordings", f"--folder={RECORDINGS_DIR}", f"--port={RECORDINGS_PORT}",
+            "--password-file=/esbench/elastic/password"]
+    mounts = [mount("esbench-recordings", RECORDINGS_DIR), mount("esbench-elastic-password", "/esbench/elastic")]
+    if tls:  # ECK's certificate of the cluster, which names each pod of a node set
+        args += ["--certificate=/esbench/http-certs/tls.crt", "--key=/esbench/http-certs/tls.key"]
+        mounts.append(mount(ES_HTTP_CERTS_VOLUME, "/esbench/http-certs"))
+    pod_spec["containers"].append({
+        "name": RECORDINGS_CONTAINER, "image": profiling.image, "imagePullPolicy": profiling.image_pull_policy,
+        "args": args, "ports": [{"name": "recordings", "containerPort": RECORDINGS_PORT, "protocol": "TCP"}],
+        "volumeMounts": mounts, "securityContext": copy.deepcopy(security),
+        "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}, "limits": {"memory": "128Mi"}},
+    })
+
+
+def recordings_sources(cluster: str, namespace: str, elasticsearch: dict[str, Any]) -> list[str] | None:
+    """The recordings sidecar of every pod of an ECK cluster whose pods record a profile, else None."""
+    spec = elasticsearch.get("spec") or {}
+    scheme = "https" if readiness.serves_tls(elasticsearch) else "http"
+    sources = []
+    for node_set in spec.get("nodeSets") or []:
+        containers = ((node_set.get("podTemplate") or {}).get("spec") or {}).get("containers") or []
+        if not any(c.get("name") == RECORDINGS_CONTAINER for c in containers):
+            return None
+        service = names.es_node_set_service(cluster, node_set["name"])
+        sources += [f"{scheme}://{service}-{i}.{service}.{namespace}.svc:{RECORDINGS_PORT}"
+                    for i in range(node_set.get("count", 1))]
+    return sources or None
+
+
 @dataclass(frozen=True)
 class Connection:
     """How the Rally pod reaches the cluster under test; secrets only by reference."""
@@ -266,12 +356,13 @@ def connection(experiment: Experiment, elasticsearch: dict[str, Any] | None) -> 
 
 
 def rally_job_manifest(experiment: Experiment, connection: Connection, image: str, image_pull_policy: str,
-                       deadline_grace_seconds: int = 120,
-                       default_resources: dict[str, Any] | None = None) -> dict[str, Any]:
+                       deadline_grace_seconds: int = 120, default_resources: dict[str, Any] | None = None,
+                       recordings_from: list[str] | None = None) -> dict[str, Any]:
     """The Job that runs `esbench race` (Rally) against the cluster under test.
 
     Credentials come from Secrets by reference only, mounted as files; the pod gets no API token.
     The container gets spec.rally.resources, else default_resources (the operator's setting).
+    RECORDINGS_FROM: with spec.profile, the sidecars that serve the nodes' recordings.
     """
     spec = experiment.spec
     rally = spec.rally
@@ -280,6 +371,7 @@ def rally_job_manifest(experiment: Experiment, connection: Connection, image: st
         f"--target-url={connection.url}",
         f"--race-id={experiment.race_id}",
         f"--work-dir={WORK_DIR}",
+        *(f"--recordings-from={source}" for source in (recordings_from if spec.profile else None) or []),
     ]
     env: list[dict[str, Any]] = [
         {"name": "ESBENCH_SPEC", "value": json.dumps(spec.to_wire(), sort_keys=True)},
@@ -372,6 +464,17 @@ def race_json_configmap(experiment: Experiment, race_json: dict[str, Any]) -> di
     else:
         manifest["binaryData"] = {"race.json.gz": base64.b64encode(gzip.compress(text.encode())).decode()}
     return manifest
+
+
+def profiles_configmap(experiment: Experiment, files: dict[str, str]) -> dict[str, Any]:
+    """The race's per-task profile files (FILES: name to base64 content, as the report brings them)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _metadata(experiment, names.profiles_configmap_name(experiment.name), "results"),
+        "immutable": True,
+        "binaryData": files,
+    }
 
 
 # What the history keeps of an object's metadata (not kopf's annotations or managedFields).

@@ -21,8 +21,17 @@ def race_json_configmap_name(experiment: str) -> str:
     return f"{experiment}-race"
 
 
+def profiles_configmap_name(experiment: str) -> str:
+    return f"{experiment}-profiles"
+
+
 def es_http_service(cluster: str) -> str:
     return f"{cluster}-es-http"
+
+
+def es_node_set_service(cluster: str, node_set: str) -> str:
+    """ECK's headless Service of a node set, which names its pods NAME-es-NODESET-i."""
+    return f"{cluster}-es-{node_set}"
 
 
 def es_elastic_user_secret(cluster: str) -> str:

@@ -29,6 +29,7 @@ from esbench.api.models import (
     SWEEP_TERMINAL_PHASES,
     CleanupPolicy,
     Elasticsearch,
+    Profile,
     SweepPhase,
     SweepSpec,
     SweepStatus,
@@ -36,6 +37,7 @@ from esbench.api.models import (
 )
 from esbench.api.reasons import Reason
 from esbench.controller import grid, manifests, status, sweepstate
+from esbench.controller.config import Settings
 from esbench.controller.kube import KindNotServed, Kube, Rejected
 from esbench.controller.lifecycle import ECK_NOT_INSTALLED, EventSink, KeyedLocks, delete_cluster
 from esbench.controller.recording import record_in_store, recorded
@@ -43,8 +45,10 @@ from esbench.history.esstore import ElasticsearchStore
 
 
 class SweepReconciler:
-    def __init__(self, kube: Kube, emit: EventSink, store: ElasticsearchStore | None = None):
+    def __init__(self, kube: Kube, emit: EventSink, store: ElasticsearchStore | None = None,
+                 settings: Settings | None = None):
         self.kube = kube
+        self.settings = settings or Settings.from_env({})
         self.emit = emit
         self.store = store
         self.locks = KeyedLocks()
@@ -138,7 +142,10 @@ class SweepReconciler:
                cluster: str | None) -> None:
         if cluster:
             es = Elasticsearch.model_validate(run.cell.spec["elasticsearch"])
-            self.kube.create_elasticsearch(manifests.cluster_manifest(sweep, cluster, es))
+            profile = run.cell.spec.get("profile")
+            profiling = manifests.Profiling(Profile.model_validate(profile), self.settings.rally_image,
+                                            self.settings.rally_image_pull_policy) if profile else None
+            self.kube.create_elasticsearch(manifests.cluster_manifest(sweep, cluster, es, profiling))
         attempt = len(state.attempts) + 1
         manifest = manifests.sweep_run_manifest(
             sweep, run.cell.id, run.cell.label, run.cell.spec, run.repetition, attempt, cluster)

@@ -17,6 +17,7 @@ Work dir layout (everything the runner writes):
 
 from __future__ import annotations
 
+import base64
 import collections
 import gzip
 import json
@@ -77,6 +78,9 @@ EXIT_CODES = {
 PROFILES = "profiles"
 # Distinct stacks kept per task's file, the most sampled: a bound on its size, whatever the task's length.
 PROFILE_STACKS = 20000
+# What a report through the pod's log carries of them, gzipped: they become one ConfigMap (at most
+# 1 MiB, the files base64-encoded in it).
+PROFILE_REPORT_BYTES = 700_000
 
 
 class Profiler(Protocol):
@@ -411,6 +415,7 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
     for name in ("ES_PASSWORD", "ES_PASSWORD_FILE", "ES_USERNAME"):
         env.pop(name, None)
     cluster_nodes, processors = environment.read_nodes(lambda path: target.get(path, timeout=10))
+    profile_problem = None
     cgroup_before = environment.read_cpu_cgroup()
     try:
         for _ in range(RALLY_START_ATTEMPTS):
@@ -428,7 +433,7 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
             finally:
                 samples = sampler.stop()
                 if settings.profiler:
-                    stop_profiler(settings.profiler, out)
+                    profile_problem = stop_profiler(settings.profiler, out)
             # Another race may start between our check and Rally's own: nothing ran yet, retry.
             if status == 0 or OTHER_RALLY_RUNNING not in output:
                 break
@@ -452,11 +457,17 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
     rally_log = rally_home / ".rally" / "logs" / "rally.log"
     windows = taskwindows.parse(rally_log.read_text(errors="replace")) if rally_log.exists() else {}
     attribute_to_tasks(summary, windows, samples, processors)
-    if settings.profiler:
+    if settings.profiler and status is None:  # what is left of raceTimeoutSeconds is for the report
+        summary.profile = settings.profiler.recording.model_copy(update={"problem": "the race timed out: not profiled"})
+    elif settings.profiler:
         try:
-            profile_tasks(summary, windows, settings.profiler, work_dir / PROFILES)
+            missing = profile_tasks(summary, windows, settings.profiler, work_dir / PROFILES)
+            profile_problem = profile_problem or missing
         except (RuntimeError, OSError) as e:  # the race's figures stand without their profiles
-            print(f"esbench: the profile could not be cut by task: {e}", file=out, flush=True)
+            profile_problem = profile_problem or f"the profile could not be cut by task: {e}"
+            print(f"esbench: {profile_problem}", file=out, flush=True)
+        summary.profile = summary.profile or settings.profiler.recording.model_copy()
+        summary.profile.problem = redact(profile_problem) if profile_problem else None
     try:
         summary.indices = layout.read(lambda path: target.get(path, timeout=30)) or None
     except (OSError, ValueError, KeyError) as e:  # e.g. a user without the monitor privilege
@@ -510,20 +521,25 @@ def attribute_to_tasks(
                 task.resources.process_cpu_ms_net = max(0.0, task.resources.process_cpu_ms - rate * window.seconds)
 
 
-def stop_profiler(profiler: Profiler, out: IO[str]) -> None:
+def stop_profiler(profiler: Profiler, out: IO[str]) -> str | None:
     """Stops the recording; a failure (the node gone, say) leaves the race's figures standing, and
-    cutting the recording by task then says what is missing."""
+    is returned to be told with them."""
     try:
         profiler.stop()
     except (RuntimeError, OSError) as e:
-        print(f"esbench: the profiler could not be stopped: {e}", file=out, flush=True)
+        problem = f"the profiler could not be stopped: {e}"
+        print(f"esbench: {problem}", file=out, flush=True)
+        return problem
+    return None
 
 
 def profile_tasks(summary: models.Results, windows: dict[str, taskwindows.TaskWindow], profiler: Profiler,
-                  folder: Path) -> None:
-    """Each task's window cut out of the race's recording: its files in folder, its top frames in its result."""
+                  folder: Path) -> str | None:
+    """Each task's window cut out of the race's recording: its files in folder, its top frames in its
+    result. Returns what is missing, if anything."""
     folder.mkdir(exist_ok=True)
     summary.profile = profiler.recording.model_copy(update={"folder": folder.name})
+    unknown = [task.task for task in summary.tasks if task.task not in windows]
     for task in summary.tasks:
         window = windows.get(task.task)
         if window is None:
@@ -538,7 +554,29 @@ def profile_tasks(summary: models.Results, windows: dict[str, taskwindows.TaskWi
         stacks.unlink()
         task.profile = models.TaskProfile(samples=parsed.samples, top=profiles.top_frames(parsed), stacks=stored.name,
                                           samples_left_out=(parsed.samples - kept.samples) or None,
-                                          flame_graph=flame_graph.name)
+                                          flame_graph=flame_graph.name if flame_graph.exists() else None)
+    return f"no window in Rally's log for {', '.join(unknown)}: not profiled" if unknown else None
+
+
+def attach_profiles(report: RaceReport, folder: Path, budget: int = PROFILE_REPORT_BYTES) -> None:
+    """The per-task stacks files into the report, each task's cut to its most sampled stacks until
+    all of them fit the budget; the report then holds them instead of the folder."""
+    recording = report.results.profile if report.results else None
+    profiled = [t.profile for t in report.results.tasks if t.profile and t.profile.stacks] if report.results else []
+    if recording is None or not profiled:
+        return
+    files = {}
+    for profile in profiled:
+        packed = (folder / profile.stacks).read_bytes()
+        stacks = profiles.parse(gzip.decompress(packed).decode())
+        kept = stacks
+        while len(packed) > budget // len(profiled) and len(kept.counts) > 1:
+            kept = profiles.most_sampled(stacks, len(kept.counts) // 2)
+            packed = gzip.compress(profiles.to_text(kept).encode())
+        profile.samples_left_out = (profile.samples - kept.samples) or None
+        files[profile.stacks] = base64.b64encode(packed).decode()
+    report.profiles = files
+    recording.folder = None
 
 
 def print_report(report: RaceReport, out: IO[str] = sys.stdout) -> None:

@@ -1,0 +1,1 @@
+"""What runs beside Elasticsearch in its pods: the server of the profiler's recordings."""

@@ -1,0 +1,214 @@
+"""spec.profile on Kubernetes, without a cluster: the pods that record themselves (manifests), the
+sidecar that serves their recordings (a real server on a folder), the runner that fetches what
+overlaps the race, and the report that carries the per-task stacks within a ConfigMap's size."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import os
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+from http.server import ThreadingHTTPServer
+
+import pytest
+from rich.console import Console
+
+from esbench.analysis import profiles
+from esbench.api import models
+from esbench.api.race_report import RaceReport
+from esbench.cli import rendering
+from esbench.controller import grid, manifests
+from esbench.runner import race
+from esbench.runner.recordings import PodRecordings
+from esbench.sidecar import recordings as sidecar
+
+RESTRICTED = {"allowPrivilegeEscalation": False, "runAsNonRoot": True, "capabilities": {"drop": ["ALL"]}}
+
+
+def experiment(tls=True, profile=True, **es):
+    spec = {"elasticsearch": {"version": "8.7.1", "tls": tls, **es}, "workload": {"track": "smoke"}}
+    if profile:
+        spec["profile"] = {"event": "cpu"}
+    return manifests.Experiment("prof", "perf", "uid-1", models.ExperimentSpec.model_validate(spec))
+
+
+def pod_spec(manifest, node_set=0):
+    return manifest["spec"]["nodeSets"][node_set]["podTemplate"]["spec"]
+
+
+def test_a_profiled_cluster_starts_the_profiler_with_its_jvm_and_serves_the_recordings_over_its_own_tls(tmp_path):
+    pod = pod_spec(manifests.elasticsearch_manifest(experiment(), profiler_image="esbench:dev", image_pull_policy="Never"))
+    [init] = [c for c in pod["initContainers"] if c["name"] == manifests.PROFILER_INIT_CONTAINER]
+    [es, server] = pod["containers"]
+    assert init["image"] == server["image"] == "esbench:dev" and server["imagePullPolicy"] == "Never"
+    # The init container's own command, run here on folders of ours: the library copied, one JVM option written.
+    library = tmp_path / "image" / "libasyncProfiler.so"
+    library.parent.mkdir()
+    library.write_bytes(b"ELF")
+    (tmp_path / "profiler").mkdir()
+    options_file = tmp_path / "esbench-profiler.options"
+    command = init["command"][:4] + [str(library), str(tmp_path / "profiler"), init["command"][6], str(options_file)]
+    subprocess.run(command, check=True)
+    assert (tmp_path / "profiler" / "libasyncProfiler.so").read_bytes() == b"ELF"
+    assert options_file.read_text() == (
+        "-agentpath:/esbench/profiler/libasyncProfiler.so="
+        "start,event=ctimer,jfr,interval=10ms,loop=30s,file=/esbench/recordings/recording-%t.jfr\n")
+    assert init["command"][4] == "/opt/async-profiler/libasyncProfiler.so"
+    # Elasticsearch reads the option from jvm.options.d (its server JVM only) and writes the recordings.
+    mounts = {m["mountPath"]: m for m in es["volumeMounts"]}
+    assert mounts[manifests.ES_JVM_OPTIONS_DIR]["name"] == "esbench-jvm-options"
+    assert mounts["/esbench/recordings"]["readOnly"] is False and mounts["/esbench/profiler"]["readOnly"] is True
+    # The sidecar: read-only, the elastic user's password as a file, ECK's HTTP certificate.
+    assert server["args"][0] == "serve-recordings" and "--certificate=/esbench/http-certs/tls.crt" in server["args"]
+    assert all(m["readOnly"] for m in server["volumeMounts"])
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes["esbench-elastic-password"]["secret"]["secretName"] == "prof-es-elastic-user"
+    assert manifests.ES_HTTP_CERTS_VOLUME in {m["name"] for m in server["volumeMounts"]}
+    assert manifests.ES_HTTP_CERTS_VOLUME not in volumes  # ECK's own volume, which ECK adds to the pod
+    for container in (init, server):
+        assert RESTRICTED.items() <= container["securityContext"].items(), container["name"]
+    assert server["resources"]["limits"]["memory"]
+
+
+def test_without_tls_the_sidecar_serves_plain_http_and_without_a_profile_nothing_is_added():
+    pod = pod_spec(manifests.elasticsearch_manifest(experiment(tls=False), profiler_image="esbench:dev"))
+    [_, server] = pod["containers"]
+    assert not any(a.startswith("--certificate") for a in server["args"])
+    assert {m["name"] for m in server["volumeMounts"]} == {"esbench-recordings", "esbench-elastic-password"}
+    plain = pod_spec(manifests.elasticsearch_manifest(experiment(profile=False)))
+    assert len(plain["containers"]) == 1 and "volumeMounts" not in plain["containers"][0]
+    assert [c["name"] for c in plain["initContainers"]] == list(manifests.ECK_INIT_CONTAINERS)
+
+
+def test_the_job_fetches_from_every_pod_of_every_node_set_by_the_names_ecks_certificate_holds():
+    exp = experiment(nodeSets=[{"name": "hot", "count": 2}, {"name": "cold", "count": 1}])
+    resource = manifests.elasticsearch_manifest(exp, profiler_image="esbench:dev")
+    sources = manifests.recordings_sources("prof", "perf", resource)
+    assert sources == ["https://prof-es-hot-0.prof-es-hot.perf.svc:9443", "https://prof-es-hot-1.prof-es-hot.perf.svc:9443",
+                       "https://prof-es-cold-0.prof-es-cold.perf.svc:9443"]
+    job = manifests.rally_job_manifest(exp, manifests.connection(exp, resource), "esbench:dev", "Never",
+                                       recordings_from=sources)
+    args = job["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert [a for a in args if a.startswith("--recordings-from=")] == [f"--recordings-from={s}" for s in sources]
+    # A cluster whose pods do not record (made without spec.profile): nothing to fetch from.
+    assert manifests.recordings_sources("prof", "perf", manifests.elasticsearch_manifest(experiment(profile=False))) is None
+
+
+def test_the_operator_refuses_a_profile_of_an_external_cluster_only():
+    external = models.ExperimentSpec.model_validate({"target": {"external": {"url": "https://es:9200"}},
+                                                     "workload": {"track": "smoke"}, "profile": {}})
+    assert "external" in manifests.not_on_kubernetes(external)
+    assert manifests.not_on_kubernetes(experiment().spec) is None
+    assert manifests.not_on_kubernetes(external.model_copy(update={"profile": None})) is None
+
+
+def test_a_sweep_never_runs_a_cell_without_a_profile_on_nodes_that_record_one():
+    cell = {"elasticsearch": {"version": "8.7.1"}, "workload": {"track": "smoke"}}
+    assert grid.cluster_key(cell) != grid.cluster_key({**cell, "profile": {"event": "cpu"}})
+
+
+def test_the_report_carries_every_tasks_stacks_trimmed_to_the_most_sampled_within_the_budget(tmp_path):
+    # Many distinct stacks of one sample each and one hot stack: incompressible enough to need trimming.
+    text = "".join(f"java.lang.Thread.run;Frame{i:06d};{os.urandom(8).hex()} 1\n" for i in range(20000))
+    text += "java.lang.Thread.run;Hot.method 5000\n"
+    tasks = []
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.collapsed.gz").write_bytes(gzip.compress(text.encode()))
+        tasks.append(models.TaskResult(task=name, profile=models.TaskProfile(samples=25000, stacks=f"{name}.collapsed.gz")))
+    recording = models.ProfileRecording(profiler="async-profiler 4.6", event="cpu", folder="profiles")
+    report = RaceReport(succeeded=True, results=models.Results(race_id="r", tasks=tasks, profile=recording))
+    race.attach_profiles(report, tmp_path, budget=100_000)
+    assert set(report.profiles) == {"a.collapsed.gz", "b.collapsed.gz"}
+    sizes = [len(base64.b64decode(v)) for v in report.profiles.values()]
+    assert all(size <= 50_000 for size in sizes), sizes
+    kept = profiles.parse(gzip.decompress(base64.b64decode(report.profiles["a.collapsed.gz"])).decode())
+    assert kept.counts[("java.lang.Thread.run", "Hot.method")] == 5000  # the most sampled stays
+    assert report.results.tasks[0].profile.samples_left_out == 25000 - kept.samples > 0
+    assert report.results.profile.folder is None  # the report holds them now
+
+
+@pytest.fixture
+def served(tmp_path):
+    """The sidecar's server on a folder of recordings, on a free port, as the pod runs it (plain HTTP)."""
+    folder, password = tmp_path / "recordings", tmp_path / "password"
+    folder.mkdir()
+    password.write_text("s3cret\n")
+    server = ThreadingHTTPServer(("127.0.0.1", 0), sidecar.make_handler(folder, password))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield folder, f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def recording(folder, name, closed, content=None):
+    path = folder / name
+    path.write_bytes(content if content is not None else name.encode())
+    os.utime(path, (closed, closed))
+
+
+def get(url, password="s3cret"):
+    request = urllib.request.Request(url)
+    if password is not None:
+        request.add_header("Authorization", "Basic " + base64.b64encode(f"elastic:{password}".encode()).decode())
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return response.read()
+
+
+def test_the_sidecar_serves_the_closed_recordings_only_and_only_to_the_elastic_user(served):
+    folder, url = served
+    now = time.time()
+    recording(folder, "recording-1.jfr", now - 60)
+    recording(folder, "recording-2.jfr", now - 30)
+    recording(folder, "recording-3.jfr", now)  # the one the profiler is writing
+    (folder / "notes.txt").write_text("not a recording")
+    listed = json.loads(get(url + "/recordings"))
+    assert [r["name"] for r in listed] == ["recording-1.jfr", "recording-2.jfr"]
+    assert listed[0]["closed"] == pytest.approx(now - 60) and listed[0]["size"] == len(b"recording-1.jfr")
+    assert get(url + "/recordings/recording-2.jfr") == b"recording-2.jfr"
+    for path in ("/recordings/recording-3.jfr", "/recordings/notes.txt", "/recordings/../password", "/"):
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            get(url + path)
+        assert refused.value.code == 404, path
+    for password in (None, "wrong"):
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            get(url + "/recordings", password)
+        assert refused.value.code == 401
+
+
+def test_the_runner_waits_for_a_recording_closed_past_the_race_and_joins_those_that_overlap_it(served, tmp_path):
+    folder, url = served
+    recorder = PodRecordings(models.Profile(), [url], tmp_path / "fetched", java=tmp_path / "java",
+                             converter=tmp_path / "jar", password="s3cret", wait_seconds=20)
+    now = time.time()
+    recording(folder, "recording-a.jfr", now - 90, b"A")  # both closed before the race: left out
+    recording(folder, "recording-b.jfr", now - 10, b"B")
+    recorder.start()
+    recording(folder, "recording-c.jfr", time.time(), b"C")  # from b's close, over the race's start, to now
+    recorder.stop()
+    stopping = threading.Thread(target=recorder.fetch)
+    stopping.start()
+    time.sleep(0.5)
+    assert stopping.is_alive(), "it must wait: nothing past the race's end is closed yet"
+    recording(folder, "recording-d.jfr", time.time() + 1, b"D")  # holds the race's end
+    recording(folder, "recording-e.jfr", time.time() + 2, b"E")  # all after it: left out
+    recording(folder, "recording-f.jfr", time.time() + 3, b"F")  # the one being written
+    stopping.join(timeout=30)
+    assert not stopping.is_alive()
+    assert (tmp_path / "fetched" / "node-0.jfr").read_bytes() == b"CD"  # in order: JFR reads chunk after chunk
+
+
+def test_show_names_the_configmap_of_a_kubernetes_run_and_says_why_a_profile_is_incomplete():
+    recording = models.ProfileRecording(profiler="async-profiler 4.6", event="cpu", interval="10ms",
+                                        config_map="prof-profiles", problem="no window in Rally's log for search")
+    task = models.TaskResult(task="index", profile=models.TaskProfile(samples=120, top=[
+        models.Frame(frame="org.elasticsearch.index.engine.InternalEngine.index", percent=40.0)]))
+    console = Console(width=200, record=True)
+    for table in rendering.results_tables(models.Results(race_id="r", tasks=[task], profile=recording)):
+        console.print(table)
+    text = console.export_text()
+    assert "stacks in ConfigMap prof-profiles" in text and "incomplete: no window in Rally's log for search" in text
+    assert "40.0 %  org.elasticsearch.index.engine.InternalEngine.index" in text
