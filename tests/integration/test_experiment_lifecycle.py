@@ -360,15 +360,16 @@ def test_a_cleanup_the_api_server_refuses_is_tried_again_until_it_succeeds(
 UNRUNNABLE = [
     ("conflict", {"index": {"shards": 2}, "workload": {"track": "smoke", "trackParams": {"number_of_shards": 3}}},
      "workload.trackParams.number_of_shards conflicts with index.shards"),
-    ("profiled", {"profile": {"event": "cpu"}}, "spec.profile: profiles are made in local mode only for now"),
+    ("profiled", {"elasticsearch": None, "target": {"external": {"url": "https://es.example:9200"}},
+                  "profile": {"event": "cpu"}}, "it cannot reach into an external one"),
 ]
 
 
 @pytest.mark.parametrize("name, sections, message", UNRUNNABLE, ids=[name for name, _, _ in UNRUNNABLE])
 def test_what_admission_lets_through_but_the_operator_cannot_run_fails_as_invalid_spec(
         apis, eck, namespace, operator, name, sections, message):
-    """Track params that repeat index settings (CEL cannot see into them), and a profile, which
-    only local mode makes: failed at once, before any cluster is made."""
+    """Track params that repeat index settings (CEL cannot see into them), and a profile of an
+    external cluster, which no esbench process can reach into: failed at once, before anything is made."""
     create_experiment(apis, namespace, name, **sections)
     failed = wait_phase(apis, namespace, name, "Failed")
     assert failed["status"]["reason"] == "InvalidSpec"

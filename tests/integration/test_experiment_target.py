@@ -108,3 +108,16 @@ def test_an_external_cluster_gets_its_credentials_from_secrets_only(
     standin_kubelet.finish_job_pod(namespace, "external-rally", runner_log(
         RaceReport(succeeded=True, results=summarize(race_json), race_json=race_json)), exit_code=0)
     assert wait_phase(apis, namespace, "external", "Succeeded")["status"]["results"]["tasks"]
+
+
+def test_a_profile_of_a_referenced_cluster_whose_pods_record_nothing_fails_before_the_race(
+        apis, eck, namespace, operator):
+    create_unowned_cluster(apis, namespace, "plain")
+    create_experiment(apis, namespace, "profiled-ref", elasticsearch=None,
+                      target={"elasticsearchRef": {"name": "plain"}}, profile={"event": "cpu"})
+    eck.make_ready(namespace, "plain")
+    failed = wait_phase(apis, namespace, "profiled-ref", "Failed")
+    assert failed["status"]["reason"] == "InvalidSpec"
+    assert "the nodes of Elasticsearch plain record no profile" in failed["status"]["message"]
+    assert apis.batch.list_namespaced_job(namespace).items == []
+    assert es_exists(eck, namespace, "plain")
