@@ -116,6 +116,29 @@ def test_cells_with_different_versions_get_a_cluster_each_and_run_in_parallel(
     assert driver.most_at_once == 2
 
 
+def test_profiled_cells_share_a_cluster_only_with_their_own_profile_whose_pods_record_it(
+        apis, eck, standin_kubelet, namespace, operator, race_json):
+    create_sweep(apis, namespace, "prof", repetitions=1, parallelism=2,
+                 template={**TEMPLATE, "profile": {"event": "cpu"}},
+                 matrix=[{"field": "profile.event", "values": ["cpu", "wall"]}])
+    driver = Driver(apis, eck, standin_kubelet, namespace, race_json, "prof")
+    runs_now = [driver.next_benchmarking(), driver.next_benchmarking()]
+    events_by_cluster = {}
+    for es in eck.list(namespace):
+        pod = es["spec"]["nodeSets"][0]["podTemplate"]["spec"]
+        assert [c["name"] for c in pod["containers"]] == ["elasticsearch", "esbench-recordings"], es["metadata"]["name"]
+        [init] = [c for c in pod["initContainers"] if c["name"] == "esbench-profiler"]
+        events_by_cluster[es["metadata"]["name"]] = init["command"][6].split("event=")[1].split(",")[0]
+    assert sorted(events_by_cluster.values()) == ["ctimer", "wall"], "a cluster per profile"
+    for run in runs_now:
+        cluster = run["spec"]["target"]["elasticsearchRef"]["name"]
+        job = apis.batch.read_namespaced_job(f"{run['metadata']['name']}-rally", namespace)
+        assert f"--recordings-from=https://{cluster}-es-default-0.{cluster}-es-default.{namespace}.svc:9443" in \
+            job.spec.template.spec.containers[0].args
+        driver.finish(run, 1000.0)
+    assert phase(driver.wait_done()) == "Succeeded"
+
+
 def test_without_reuse_every_run_creates_its_own_cluster(apis, eck, standin_kubelet, namespace, operator, race_json):
     create_sweep(apis, namespace, "own", matrix=CODECS, repetitions=1, clusterReuse=False, parallelism=2)
     driver = Driver(apis, eck, standin_kubelet, namespace, race_json, "own")
