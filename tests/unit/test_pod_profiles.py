@@ -8,6 +8,7 @@ import base64
 import gzip
 import json
 import os
+import struct
 import subprocess
 import threading
 import time
@@ -57,7 +58,7 @@ def test_a_profiled_cluster_starts_the_profiler_with_its_jvm_and_serves_the_reco
     assert (tmp_path / "profiler" / "libasyncProfiler.so").read_bytes() == b"ELF"
     assert options_file.read_text() == (
         "-agentpath:/esbench/profiler/libasyncProfiler.so="
-        "start,event=ctimer,jfr,interval=10ms,loop=30s,file=/esbench/recordings/recording-%t.jfr\n")
+        "start,event=ctimer,jfr,interval=10ms,loop=30s,file=/esbench/recordings/recording-%p-%t.jfr\n")
     assert init["command"][4] == "/opt/async-profiler/libasyncProfiler.so"
     # Elasticsearch reads the option from jvm.options.d (its server JVM only) and writes the recordings.
     mounts = {m["mountPath"]: m for m in es["volumeMounts"]}
@@ -144,10 +145,17 @@ def served(tmp_path):
     server.shutdown()
 
 
-def recording(folder, name, closed, content=None):
-    path = folder / name
-    path.write_bytes(content if content is not None else name.encode())
-    os.utime(path, (closed, closed))
+def jfr(start, end, finished=True, body=b""):
+    """A JFR chunk as async-profiler writes it: a header (its size, the offsets it writes last, its
+    start and duration), then BODY. Unfinished: the offsets still 0."""
+    size = 68 + len(body)
+    offsets = (size - 1, 68) if finished else (0, 0)
+    return struct.pack(">IIqqqqqqqI", 0x464C5200, 0x20000, size, *offsets, int(start * 1e9), int((end - start) * 1e9),
+                       0, 0, 0) + body
+
+
+def recording(folder, name, start, end, finished=True):
+    (folder / name).write_bytes(jfr(start, end, finished, name.encode()))
 
 
 def get(url, password="s3cret"):
@@ -158,18 +166,21 @@ def get(url, password="s3cret"):
         return response.read()
 
 
-def test_the_sidecar_serves_the_closed_recordings_only_and_only_to_the_elastic_user(served):
+def test_the_sidecar_serves_the_finished_recordings_only_and_only_to_the_elastic_user(served):
     folder, url = served
     now = time.time()
-    recording(folder, "recording-1.jfr", now - 60)
-    recording(folder, "recording-2.jfr", now - 30)
-    recording(folder, "recording-3.jfr", now)  # the one the profiler is writing
+    recording(folder, "recording-2.jfr", now - 30, now)
+    recording(folder, "recording-1.jfr", now - 60, now - 30)
+    recording(folder, "recording-3.jfr", now, now + 30, finished=False)  # the one the profiler is writing
+    (folder / "recording-4.jfr").write_bytes(jfr(now, now + 30, body=bytes(200))[:100])  # cut short
     (folder / "notes.txt").write_text("not a recording")
     listed = json.loads(get(url + "/recordings"))
-    assert [r["name"] for r in listed] == ["recording-1.jfr", "recording-2.jfr"]
-    assert listed[0]["closed"] == pytest.approx(now - 60) and listed[0]["size"] == len(b"recording-1.jfr")
-    assert get(url + "/recordings/recording-2.jfr") == b"recording-2.jfr"
-    for path in ("/recordings/recording-3.jfr", "/recordings/notes.txt", "/recordings/../password", "/"):
+    assert [r["name"] for r in listed] == ["recording-1.jfr", "recording-2.jfr"]  # by their own start
+    assert listed[0]["start"] == pytest.approx(now - 60) and listed[0]["end"] == pytest.approx(now - 30)
+    assert listed[0]["size"] == 68 + len(b"recording-1.jfr")
+    assert get(url + "/recordings/recording-2.jfr") == jfr(now - 30, now, body=b"recording-2.jfr")
+    for path in ("/recordings/recording-3.jfr", "/recordings/recording-4.jfr", "/recordings/notes.txt",
+                 "/recordings/../password", "/"):
         with pytest.raises(urllib.error.HTTPError) as refused:
             get(url + path)
         assert refused.value.code == 404, path
@@ -179,26 +190,29 @@ def test_the_sidecar_serves_the_closed_recordings_only_and_only_to_the_elastic_u
         assert refused.value.code == 401
 
 
-def test_the_runner_waits_for_a_recording_closed_past_the_race_and_joins_those_that_overlap_it(served, tmp_path):
+def test_the_runner_waits_for_a_recording_that_ends_past_the_race_and_joins_those_that_overlap_it(served, tmp_path):
     folder, url = served
     recorder = PodRecordings(models.Profile(), [url], tmp_path / "fetched", java=tmp_path / "java",
                              converter=tmp_path / "jar", password="s3cret", wait_seconds=20)
     now = time.time()
-    recording(folder, "recording-a.jfr", now - 90, b"A")  # both closed before the race: left out
-    recording(folder, "recording-b.jfr", now - 10, b"B")
+    recording(folder, "recording-a.jfr", now - 90, now - 60)  # before the race: left out
     recorder.start()
-    recording(folder, "recording-c.jfr", time.time(), b"C")  # from b's close, over the race's start, to now
+    time.sleep(0.2)
+    turn = time.time()
+    recording(folder, "recording-b.jfr", now - 60, turn)  # over the race's start
+    time.sleep(0.2)
     recorder.stop()
-    stopping = threading.Thread(target=recorder.fetch)
-    stopping.start()
+    recording(folder, "recording-c.jfr", turn, turn + 60, finished=False)  # over its end, still written
+    fetching = threading.Thread(target=recorder.fetch)
+    fetching.start()
     time.sleep(0.5)
-    assert stopping.is_alive(), "it must wait: nothing past the race's end is closed yet"
-    recording(folder, "recording-d.jfr", time.time() + 1, b"D")  # holds the race's end
-    recording(folder, "recording-e.jfr", time.time() + 2, b"E")  # all after it: left out
-    recording(folder, "recording-f.jfr", time.time() + 3, b"F")  # the one being written
-    stopping.join(timeout=30)
-    assert not stopping.is_alive()
-    assert (tmp_path / "fetched" / "node-0.jfr").read_bytes() == b"CD"  # in order: JFR reads chunk after chunk
+    assert fetching.is_alive(), "it must wait: nothing that ends past the race is finished yet"
+    recording(folder, "recording-c.jfr", turn, turn + 60)
+    recording(folder, "recording-d.jfr", turn + 60, turn + 90)  # after the race: left out
+    fetching.join(timeout=30)
+    assert not fetching.is_alive()
+    expected = jfr(now - 60, turn, body=b"recording-b.jfr") + jfr(turn, turn + 60, body=b"recording-c.jfr")
+    assert (tmp_path / "fetched" / "node-0.jfr").read_bytes() == expected  # in order: JFR reads chunk after chunk
 
 
 def test_show_names_the_configmap_of_a_kubernetes_run_and_says_why_a_profile_is_incomplete():

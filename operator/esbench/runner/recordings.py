@@ -1,9 +1,9 @@
 """The profiles of a cluster whose pods record themselves (Kubernetes: see docs/profiles.md).
 
 Each Elasticsearch pod runs async-profiler from its JVM's start and closes a JFR file at every turn
-of its loop; a sidecar serves the closed ones (esbench.sidecar.recordings). After the race this
-profiler waits until every node has closed a file past the race's end, fetches the files that
-overlap the race, and cuts each task's window out of them: the stacks of all nodes, summed.
+of its loop; a sidecar serves the finished ones (esbench.sidecar.recordings). After the race this
+profiler waits until every node has finished a file that ends past the race, fetches the files
+that overlap the race, and cuts each task's window out of them: the stacks of all nodes, summed.
 """
 
 from __future__ import annotations
@@ -49,15 +49,14 @@ class PodRecordings:
         self._ended = time.time()  # the files are fetched when the first task is cut: not after a race that timed out
 
     def fetch(self) -> None:
-        """Every node's recordings that overlap the race, once a file closed past its end: each node's joined."""
+        """Every node's recordings that overlap the race, once one ends past it: each node's joined."""
         self.work_dir.mkdir(parents=True, exist_ok=True)
         for number, source in enumerate(self.sources):
-            listed = self._closed_past(source, self._ended)
+            listed = self._finished_past(source, self._ended)
             joined = self.work_dir / f"node-{number}.jfr"
             with joined.open("wb") as out:
-                for previous, recording in zip([None, *listed], listed, strict=False):
-                    # A file holds the samples from its predecessor's close to its own.
-                    if recording["closed"] >= self._started and (previous is None or previous["closed"] <= self._ended):
+                for recording in listed:
+                    if recording["end"] >= self._started and recording["start"] <= self._ended:
                         out.write(self._get(source, f"/recordings/{recording['name']}"))
             self._recordings.append(joined)
 
@@ -76,15 +75,15 @@ class PodRecordings:
             node.unlink()
         stacks.write_text(profiles.to_text(profiles.Stacks(dict(summed))))
 
-    def _closed_past(self, source: str, moment: float) -> list[dict[str, Any]]:
-        """The node's closed recordings, once one of them was closed after MOMENT."""
+    def _finished_past(self, source: str, moment: float) -> list[dict[str, Any]]:
+        """The node's finished recordings, once one of them ends after MOMENT."""
         deadline = time.monotonic() + self.wait_seconds
         while True:
             listed = json.loads(self._get(source, "/recordings"))
-            if listed and listed[-1]["closed"] >= moment:
+            if listed and listed[-1]["end"] >= moment:
                 return listed
             if time.monotonic() > deadline:
-                raise RuntimeError(f"{source} closed no recording past the race's end within {self.wait_seconds:.0f}s")
+                raise RuntimeError(f"{source} finished no recording past the race's end within {self.wait_seconds:.0f}s")
             time.sleep(POLL_SECONDS)
 
     def _get(self, source: str, path: str) -> bytes:

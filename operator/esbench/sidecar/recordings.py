@@ -1,8 +1,8 @@
 """Serves the async-profiler recordings that an Elasticsearch pod writes, read-only, to the Rally Job.
 
 The profiler runs inside the Elasticsearch JVM from its start and closes a whole JFR file at every
-turn of its loop; this server lists the closed ones (each with the time it was closed) and hands
-them out. It answers only whoever sends the cluster's `elastic` user and password (the Rally Job
+turn of its loop; this server lists the finished ones (each with the time span its chunks cover)
+and hands them out. It answers only whoever sends the cluster's `elastic` user and password (the Rally Job
 has them; anyone who has them can read the whole cluster anyway), over the cluster's own HTTP
 certificate when the cluster serves TLS. Nothing is ever written or deleted through it.
 """
@@ -15,6 +15,7 @@ import json
 import re
 import signal
 import ssl
+import struct
 import sys
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -30,14 +31,37 @@ _NAME = re.compile(r"^[A-Za-z0-9_.-]+\.jfr$")
 class Recording:
     name: str
     size: int
-    closed: float  # seconds since the epoch
+    start: float  # seconds since the epoch: the first chunk's start
+    end: float  # the last chunk's end
+
+
+# A JFR chunk's header: magic, version, size, constant pool and metadata offsets, start and duration (ns).
+_HEADER = struct.Struct(">IIqqqqq")
+_MAGIC = 0x464C5200  # "FLR\0"
+
+
+def finished(path: Path) -> Recording | None:
+    """The recording at PATH if every chunk of it is whole (what async-profiler's reader checks: the
+    size its header gives, and the offsets it writes last), else None: still being written."""
+    size = path.stat().st_size
+    position, start, end = 0, None, None
+    with path.open("rb") as file:
+        while position + _HEADER.size <= size:
+            file.seek(position)
+            magic, _, chunk, constants, metadata, began, duration = _HEADER.unpack(file.read(_HEADER.size))
+            if magic != _MAGIC or chunk <= 0 or position + chunk > size or not constants or not metadata:
+                return None
+            start = began / 1e9 if start is None else start
+            end = (began + duration) / 1e9
+            position += chunk
+    return Recording(path.name, size, start, end) if position == size and start is not None else None
 
 
 def closed_recordings(folder: Path) -> list[Recording]:
-    """The recordings the profiler has finished, oldest first: every file but the newest, which it
-    is still writing."""
-    files = sorted((f for f in folder.iterdir() if _NAME.match(f.name) and f.is_file()), key=lambda f: f.stat().st_mtime)
-    return [Recording(f.name, f.stat().st_size, f.stat().st_mtime) for f in files[:-1]]
+    """The recordings the profiler has finished, oldest first (a file's own chunk headers say so: its
+    time stamps do not, the profiler may open the next file before it closes this one)."""
+    found = (finished(f) for f in folder.iterdir() if _NAME.match(f.name) and f.is_file())
+    return sorted((r for r in found if r), key=lambda r: r.start)
 
 
 def make_handler(folder: Path, password_file: Path) -> type[BaseHTTPRequestHandler]:
