@@ -27,6 +27,7 @@ from esbench.controller import grid, manifests
 from esbench.runner import race
 from esbench.runner.recordings import PodRecordings
 from esbench.sidecar import recordings as sidecar
+from tests.support.waiting import wait_for
 
 RESTRICTED = {"allowPrivilegeEscalation": False, "runAsNonRoot": True, "capabilities": {"drop": ["ALL"]}}
 
@@ -139,9 +140,17 @@ def served(tmp_path):
     folder, password = tmp_path / "recordings", tmp_path / "password"
     folder.mkdir()
     password.write_text("s3cret\n")
-    server = ThreadingHTTPServer(("127.0.0.1", 0), sidecar.make_handler(folder, password))
+    listings = []  # each listing it answered: evidence of a client's polling
+
+    class Handler(sidecar.make_handler(folder, password)):
+        def do_GET(self):
+            super().do_GET()
+            if self.path == "/recordings":
+                listings.append(time.time())
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield folder, f"http://127.0.0.1:{server.server_address[1]}"
+    yield folder, f"http://127.0.0.1:{server.server_address[1]}", listings
     server.shutdown()
 
 
@@ -167,7 +176,7 @@ def get(url, password="s3cret"):
 
 
 def test_the_sidecar_serves_the_finished_recordings_only_and_only_to_the_elastic_user(served):
-    folder, url = served
+    folder, url, _ = served
     now = time.time()
     recording(folder, "recording-2.jfr", now - 30, now)
     recording(folder, "recording-1.jfr", now - 60, now - 30)
@@ -191,26 +200,26 @@ def test_the_sidecar_serves_the_finished_recordings_only_and_only_to_the_elastic
 
 
 def test_the_runner_waits_for_a_recording_that_ends_past_the_race_and_joins_those_that_overlap_it(served, tmp_path):
-    folder, url = served
+    folder, url, listings = served
     recorder = PodRecordings(models.Profile(), [url], tmp_path / "fetched", java=tmp_path / "java",
                              converter=tmp_path / "jar", password="s3cret", wait_seconds=20)
     now = time.time()
     recording(folder, "recording-a.jfr", now - 90, now - 60)  # before the race: left out
     recorder.start()
-    time.sleep(0.2)
     turn = time.time()
     recording(folder, "recording-b.jfr", now - 60, turn)  # over the race's start
-    time.sleep(0.2)
     recorder.stop()
     recording(folder, "recording-c.jfr", turn, turn + 60, finished=False)  # over its end, still written
     fetching = threading.Thread(target=recorder.fetch)
     fetching.start()
-    time.sleep(0.5)
+    wait_for(lambda: listings, what="the runner to list the recordings")
     assert fetching.is_alive(), "it must wait: nothing that ends past the race is finished yet"
+    assert not (tmp_path / "fetched" / "node-0.jfr").exists()
     recording(folder, "recording-c.jfr", turn, turn + 60)
     recording(folder, "recording-d.jfr", turn + 60, turn + 90)  # after the race: left out
     fetching.join(timeout=30)
     assert not fetching.is_alive()
+    assert len(listings) >= 2  # it listed again after the wait
     expected = jfr(now - 60, turn, body=b"recording-b.jfr") + jfr(turn, turn + 60, body=b"recording-c.jfr")
     assert (tmp_path / "fetched" / "node-0.jfr").read_bytes() == expected  # in order: JFR reads chunk after chunk
 

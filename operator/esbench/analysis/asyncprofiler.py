@@ -19,8 +19,8 @@ LIBRARY = "libasyncProfiler.so"
 CONVERTER = "jfr-converter.jar"
 # A node that records itself (Kubernetes) closes a file at every turn of the loop: the longest a
 # race waits for its last samples to be readable.
-RECORDING_LOOP = "30s"
 RECORDING_LOOP_SECONDS = 30
+RECORDING_LOOP = f"{RECORDING_LOOP_SECONDS}s"
 
 
 @dataclass(frozen=True)

@@ -107,7 +107,7 @@ def race_command(spec_file: Path | None, target_url: str, ca_file: str | None, r
               help="... and its key.")
 def serve_recordings_command(folder: Path, port: int, password_file: Path, certificate: Path | None,
                              key: Path | None) -> None:
-    """Serve the profiler's closed recordings read-only: the sidecar of a profiled Elasticsearch pod."""
+    """Serve the profiler's finished recordings read-only: the sidecar of a profiled Elasticsearch pod."""
     if (certificate is None) != (key is None):
         raise click.UsageError("--certificate and --key go together")
     recordings_server.serve(folder, port, password_file, certificate, key)

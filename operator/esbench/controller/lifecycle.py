@@ -308,29 +308,15 @@ class Reconciler:
     def _collect(self, body: dict[str, Any], experiment: manifests.Experiment, report: RaceReport,
                  kubernetes: Future[tuple[KubernetesEnvironment, Exception | None]]) -> dict[str, Any]:
         extra: dict[str, Any] = {}
+        # The results in the status matter more than the full race.json and the profiles beside them.
         if report.race_json is not None:
-            configmap = manifests.race_json_configmap(experiment, report.race_json)
-            name = configmap["metadata"]["name"]
-            try:
-                # One of that name may be a deleted namesake's: never point at another race's. (The
-                # operator may not read ConfigMaps; after a crash right here the reference is lost,
-                # not the results.)
-                if self.kube.create_configmap(configmap):
-                    extra["raceJsonConfigMap"] = name
-                else:
-                    self.emit(body, "Warning", Reason.RACE_JSON_NOT_STORED, f"ConfigMap {name} exists already")
-            except Rejected as rejected:  # the results in the status matter more than the full race.json
-                self.emit(body, "Warning", Reason.RACE_JSON_NOT_STORED, str(rejected))
+            kept = self._keep(body, manifests.race_json_configmap(experiment, report.race_json),
+                              Reason.RACE_JSON_NOT_STORED)
+            if kept:
+                extra["raceJsonConfigMap"] = kept
         if report.profiles and report.results is not None and report.results.profile is not None:
-            configmap = manifests.profiles_configmap(experiment, report.profiles)
-            try:
-                if self.kube.create_configmap(configmap):
-                    report.results.profile.config_map = configmap["metadata"]["name"]
-                else:
-                    self.emit(body, "Warning", Reason.PROFILES_NOT_STORED,
-                              f"ConfigMap {configmap['metadata']['name']} exists already")
-            except Rejected as rejected:  # the results matter more than their profiles
-                self.emit(body, "Warning", Reason.PROFILES_NOT_STORED, str(rejected))
+            report.results.profile.config_map = self._keep(
+                body, manifests.profiles_configmap(experiment, report.profiles), Reason.PROFILES_NOT_STORED)
         if report.results is not None:
             environment = report.results.environment or Environment()
             environment.kubernetes, error = kubernetes.result()
@@ -347,6 +333,19 @@ class Reconciler:
         failure = report.failure
         reason, message = (failure.kind.value, failure.message) if failure else (Reason.RACE_FAILED, "Race failed")
         return self._finish(body, experiment, False, reason, status.redact(message), extra)
+
+    def _keep(self, body: dict[str, Any], configmap: dict[str, Any], not_stored: Reason) -> str | None:
+        """CONFIGMAP created, its name; else None, said in a Warning Event (NOT_STORED). One of that
+        name may be a deleted namesake's: never point at another race's. (The operator may not read
+        ConfigMaps; after a crash right here the reference is lost, not the results.)"""
+        name = configmap["metadata"]["name"]
+        try:
+            if self.kube.create_configmap(configmap):
+                return name
+            self.emit(body, "Warning", not_stored, f"ConfigMap {name} exists already")
+        except Rejected as rejected:
+            self.emit(body, "Warning", not_stored, str(rejected))
+        return None
 
     def _kubernetes_environment(self, experiment: manifests.Experiment,
                                 rally_pod: dict[str, Any]) -> tuple[KubernetesEnvironment, Exception | None]:

@@ -265,7 +265,7 @@ def _node_set(owner: Owner, es: Elasticsearch, name: str, count: int, roles: lis
 
 def _add_profiler(pod_spec: dict[str, Any], profiling: Profiling, cluster: str, tls: bool) -> None:
     """async-profiler in the Elasticsearch JVM from its start, a new JFR file at every turn of its
-    loop, and the sidecar that serves the closed files to the Rally Job (docs/profiles.md)."""
+    loop, and the sidecar that serves the finished files to the Rally Job (docs/profiles.md)."""
     # %p: Elasticsearch's launcher starts a short JVM with the same options to read its final flags;
     # named by time alone, its file and the server's first one could be the same file.
     options = asyncprofiler.start_options(profiling.profile, f"{RECORDINGS_DIR}/recording-%p-%t.jfr",

@@ -78,8 +78,8 @@ EXIT_CODES = {
 PROFILES = "profiles"
 # Distinct stacks kept per task's file, the most sampled: a bound on its size, whatever the task's length.
 PROFILE_STACKS = 20000
-# What a report through the pod's log carries of them, gzipped: they become one ConfigMap (at most
-# 1 MiB, the files base64-encoded in it).
+# What a report through the pod's log carries of them, gzipped: they become one ConfigMap, whose
+# size Kubernetes bounds with the files base64-encoded in it.
 PROFILE_REPORT_BYTES = 700_000
 
 

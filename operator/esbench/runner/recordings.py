@@ -8,18 +8,16 @@ that overlap the race, and cuts each task's window out of them: the stacks of al
 
 from __future__ import annotations
 
-import base64
 import collections
 import json
-import ssl
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from esbench.analysis import asyncprofiler, profiles
 from esbench.api import models
+from esbench.esclient import Client
 
 POLL_SECONDS = 2.0
 
@@ -62,7 +60,7 @@ class PodRecordings:
 
     def cut(self, start: float, end: float, stacks: Path, flame_graph: Path, title: str) -> None:
         """The window's stacks of every node, summed, as collapsed stacks; no flame graph (a report
-        through the pod's log carries the stacks only: `esbench profile --html` draws them)."""
+        through the pod's log carries the stacks only; the converter draws one from them)."""
         if not self._recordings:
             self.fetch()
         summed: collections.Counter[tuple[str, ...]] = collections.Counter()
@@ -87,11 +85,5 @@ class PodRecordings:
             time.sleep(POLL_SECONDS)
 
     def _get(self, source: str, path: str) -> bytes:
-        request = urllib.request.Request(source.rstrip("/") + path)
-        token = base64.b64encode(f"elastic:{self.password}".encode()).decode()
-        request.add_header("Authorization", f"Basic {token}")
         # ECK's HTTP certificate names every pod of a node set (*.NAME-es-NODESET.NAMESPACE.svc).
-        context = ssl.create_default_context(cafile=self.ca_file) if source.startswith("https://") else None
-        with urllib.request.urlopen(request, timeout=60, context=context) as response:
-            return response.read()
-
+        return Client(source, "elastic", self.password, self.ca_file).read(path, timeout=60)

@@ -57,7 +57,7 @@ def finished(path: Path) -> Recording | None:
     return Recording(path.name, size, start, end) if position == size and start is not None else None
 
 
-def closed_recordings(folder: Path) -> list[Recording]:
+def finished_recordings(folder: Path) -> list[Recording]:
     """The recordings the profiler has finished, oldest first (a file's own chunk headers say so: its
     time stamps do not, the profiler may open the next file before it closes this one)."""
     found = (finished(f) for f in folder.iterdir() if _NAME.match(f.name) and f.is_file())
@@ -72,7 +72,7 @@ def make_handler(folder: Path, password_file: Path) -> type[BaseHTTPRequestHandl
                 self.send_header("WWW-Authenticate", 'Basic realm="esbench recordings"')
                 self.end_headers()
                 return
-            listed = {r.name: r for r in closed_recordings(folder)}
+            listed = {r.name: r for r in finished_recordings(folder)}
             if self.path == "/recordings":
                 self._send(json.dumps([r.__dict__ for r in listed.values()]).encode(), "application/json")
             elif self.path.startswith("/recordings/") and self.path.removeprefix("/recordings/") in listed:
