@@ -186,12 +186,13 @@ def test_every_period_form_of_period_search_finds_the_same_people(clusters, race
 
 def test_best_compression_stores_the_same_corpus_in_less_space_and_a_reused_index_comes_back_as_built(clusters, race):
     """workload.reuseIndex: the first race of a spec builds its index, snapshots it and searches a
-    restored copy; a later race of the same spec restores that copy and indexes nothing."""
+    restored copy; a later race of the same spec restores that copy and indexes nothing, and one
+    that only reads it through another store type restores the same copy into that store."""
     cluster = clusters.get(LATEST)
     store, layout, snapshots = {}, {}, {}
-    for codec in ("default", "best_compression", "default"):
-        run = race(spec("codec-search", index={"codec": codec}, trackParams={"doc_count": 1000}, reuseIndex=True),
-                   cluster.url, snapshot_repository=cluster.snapshot_repository)
+    for codec, settings in (("default", {}), ("best_compression", {}), ("default", {"index.store.type": "niofs"})):
+        run = race(spec("codec-search", index={"codec": codec, "settings": settings}, trackParams={"doc_count": 1000},
+                        reuseIndex=True), cluster.url, snapshot_repository=cluster.snapshot_repository)
         assert run.exit_code == 0, run.output
         assert count_documents(cluster, "codec-search") == 1000
         results = run.report.results
@@ -205,8 +206,10 @@ def test_best_compression_stores_the_same_corpus_in_less_space_and_a_reused_inde
             len(searched), 1000, sum(size for _, _, size, _ in searched))
         assert recorded.attributes["Lucene90StoredFieldsFormat.mode"] == [
             "BEST_COMPRESSION" if codec == "best_compression" else "BEST_SPEED"]
+        read_path = cluster.client.get("codec-search/_settings")["codec-search"]["settings"]["index"].get("store", {})
+        assert read_path.get("type") == ("niofs" if settings else None), read_path
         if codec in layout:  # the second race of default
-            assert reuse == {**snapshots[codec], "restore": True}, run.output
+            assert reuse == {**snapshots[codec], "restore": True, "index_settings": settings}, run.output
             assert "index-append" not in tasks and searched == layout[codec]
             assert results.cluster.store_size_bytes == store[codec]
         else:
@@ -216,6 +219,30 @@ def test_best_compression_stores_the_same_corpus_in_less_space_and_a_reused_inde
     assert store["best_compression"] < 0.9 * store["default"], store
     held = cluster.client.get("_snapshot/esbench-index-reuse/_all")["snapshots"]
     assert sorted(s["snapshot"] for s in held) == sorted(s["snapshot"] for s in snapshots.values())
+
+
+def test_an_export_of_the_newest_documents_reads_only_those_and_its_index_is_restored_in_the_next_race(clusters, race):
+    """source-filtering with export_count (each export pages through the newest documents only)
+    and workload.reuseIndex: the second race exports from a restored copy of the first's index."""
+    cluster = clusters.get(LATEST)
+    params = {"doc_count": 300, "body_bytes": 512, "page_size": 50, "export_count": 100,
+              "search_warmup_iterations": 1, "search_iterations": 2}
+    built = None
+    for attempt in ("build", "restore"):
+        run = race(spec("source-filtering", index={}, trackParams=params, reuseIndex=True, test_mode=False),
+                   cluster.url, snapshot_repository=cluster.snapshot_repository)
+        assert run.exit_code == 0, run.output
+        results = run.report.results
+        assert results.track_params["index_snapshot"]["restore"] is (attempt == "restore"), run.output
+        assert ("index-append" in {t.task for t in results.tasks}) is (attempt == "build")
+        # Six exports of three passes each (one warm-up), each pass 100 documents in two pages of
+        # 50: the index's search counters start at the restore, before the first export.
+        search = cluster.client.get("source-filtering/_stats/search")["indices"]["source-filtering"]["total"]["search"]
+        assert (search["query_total"], search["fetch_total"]) == (6 * 3 * 2, 6 * 3 * 2), search
+        assert count_documents(cluster, "source-filtering") == 300
+        layout = [(i.segments, i.documents, i.size_bytes) for i in results.indices if i.index == "source-filtering"]
+        assert layout == (built or layout) and layout[0][0] == 1
+        built = layout
 
 
 def test_a_race_over_tls_with_credentials_never_reveals_the_password(clusters, race):

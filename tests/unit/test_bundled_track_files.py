@@ -50,6 +50,15 @@ def test_the_load_settings_drive_every_search_task_of_the_tracks_that_take_them(
 
 
 @pytest.mark.parametrize("track", models.BUNDLED_TRACKS)
+def test_the_tracks_that_reuse_an_index_snapshot_and_restore_it_the_shared_way(track):
+    text = (TRACKS_DIR / track / "track.json").read_text()
+    reuses = track in models.INDEX_REUSE_TRACKS
+    assert ('rally.collect(parts="../index-reuse.j2")' in text) == reuses
+    assert (f'snapshot_and_delete("{track}")' in text and f'restore("{track}")' in text) == reuses
+    assert "index_snapshot" not in text and "restore-snapshot" not in text  # only through index-reuse.j2
+
+
+@pytest.mark.parametrize("track", models.BUNDLED_TRACKS)
 def test_the_same_params_generate_byte_identical_corpora(track, tmp_path):
     params = {"doc_count": 50, "body_bytes": 300}
     first, second = tmp_path / "a", tmp_path / "b"

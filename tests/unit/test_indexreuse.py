@@ -1,4 +1,4 @@
-"""workload.reuseIndex's snapshot names: one per index, whatever drives the searches.
+"""workload.reuseIndex's snapshot names: one per index, whatever drives the searches or reads the files.
 The snapshots themselves are taken and restored on real Elasticsearch in tests/runner/test_bundled_tracks."""
 
 import pytest
@@ -14,7 +14,9 @@ def name(workload=None, index=None, version=VERSION, files=FILES):
         "elasticsearch": {"version": VERSION}, "index": index or {"codec": "best_compression"},
         "workload": {"track": "codec-search", "reuseIndex": True, "trackParams": {"doc_count": 1000},
                      **(workload or {})}})
-    return indexreuse.snapshot_name(spec.workload, rally.track_params(spec, 1), version, files)
+    params = rally.track_params(spec, 1)
+    indexreuse.take_read_path_settings(params)  # as the runner does before naming
+    return indexreuse.snapshot_name(spec.workload, params, version, files)
 
 
 def test_the_same_spec_names_the_same_snapshot_after_its_track():
@@ -26,9 +28,22 @@ def test_what_drives_the_searches_only_names_the_same_snapshot():
     assert name(load) == name() == name({"contrasts": [{"name": "c", "baseline": "random-hits", "variants": ["x"]}]})
 
 
+def test_how_a_node_reads_the_files_names_the_same_snapshot_and_is_given_to_the_restore():
+    read_path = {"index.store.type": "mmapfs", "index.store.preload": "fdt"}
+    assert name(index={"codec": "best_compression", "settings": read_path}) == name()
+    spec = models.ExperimentSpec.model_validate({
+        "elasticsearch": {"version": VERSION},
+        "index": {"codec": "default", "settings": {**read_path, "index.number_of_routing_shards": 4}},
+        "workload": {"track": "codec-search", "reuseIndex": True}})
+    params = rally.track_params(spec, 1)
+    assert indexreuse.take_read_path_settings(params) == read_path
+    assert params["index_settings"] == {"index.codec": "default", "index.number_of_routing_shards": 4}
+
+
 @pytest.mark.parametrize("change", [
     {"index": {"codec": "default"}},
     {"index": {"codec": "best_compression", "shards": 2}},
+    {"index": {"codec": "best_compression", "settings": {"index.sort.field": "@timestamp"}}},
     {"workload": {"trackParams": {"doc_count": 1001}}},
     {"workload": {"trackParams": {"doc_count": 1000, "message_bytes": 12000}}},
     {"workload": {"testMode": True}},

@@ -297,7 +297,7 @@ class OnError(str, Enum):
 LOAD_TRACKS = ("source-filtering", "range-queries", "codec-search", "period-search", "esql-stored-fields")
 
 # Bundled tracks that can build their index once and restore it from a snapshot (workload.reuseIndex).
-INDEX_REUSE_TRACKS = ("codec-search",)
+INDEX_REUSE_TRACKS = ("codec-search", "source-filtering")
 # The track param through which the runner tells those tracks which snapshot to take or restore.
 INDEX_SNAPSHOT_PARAM = "index_snapshot"
 
@@ -405,7 +405,8 @@ class Workload(Model):
         False,
         description="Build the index once and restore it from a snapshot in later races with the same Elasticsearch "
                     "version, track files and track params (workload.load aside): every race searches a restored "
-                    "copy of the same segments, and only the first indexes and force-merges. Needs a filesystem "
+                    "copy of the same segments, and only the first indexes and force-merges. index.store.type and "
+                    "index.store.preload are applied as the copy is restored, not built into it. Needs a filesystem "
                     "snapshot repository the nodes can write: local mode makes one (ESBENCH_SNAPSHOTS); elsewhere "
                     "the race builds its index and says so.")
     contrasts: list[Contrast] | None = Field(

@@ -4,6 +4,10 @@ The runner names the snapshot after everything that shapes the index and asks th
 whether its repository holds it; the track takes or restores it (its `index_snapshot` param),
 and Elasticsearch writes the files, into a filesystem repository at a location of its nodes'
 path.repo. The runner never touches them, so the location may be a volume of remote nodes.
+
+Settings that only decide how a node reads the files (READ_PATH_SETTINGS) are not part of the
+snapshot: the index is built without them and they are applied as it is restored, so that one
+built index serves races that read it through different stores.
 """
 
 from __future__ import annotations
@@ -17,6 +21,18 @@ from esbench.api import models
 from esbench.esclient import Client
 
 REPOSITORY = "esbench-index-reuse"
+# Elasticsearch's store type (hybridfs, mmapfs, niofs) and what it preloads: neither changes a
+# file's bytes, and both may be given to a restore (its index_settings).
+READ_PATH_SETTINGS = ("index.store.type", "index.store.preload")
+
+
+def take_read_path_settings(params: dict[str, Any]) -> dict[str, Any]:
+    """Moves READ_PATH_SETTINGS out of params' index_settings (in place) and returns them."""
+    settings = params.get("index_settings") or {}
+    read_path = {name: settings.pop(name) for name in READ_PATH_SETTINGS if name in settings}
+    if not settings:
+        params.pop("index_settings", None)
+    return read_path
 
 
 def snapshot_name(workload: models.Workload, params: dict[str, Any], version: str, track_sha256: str) -> str:

@@ -372,6 +372,7 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
         else:
             track_sha256 = environment.track_identity(spec.workload, TRACKS_DIR, rally_home).sha256
             assert track_sha256 is not None  # a bundled track (spec_rejection checked it)
+            read_path = indexreuse.take_read_path_settings(params)
             snapshot = indexreuse.snapshot_name(spec.workload, params, root["version"]["number"], track_sha256)
             try:
                 restore = indexreuse.holds(target, settings.snapshot_repository, snapshot)
@@ -379,9 +380,10 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
                 return failed(Reason.RACE_FAILED, redact(
                     f"workload.reuseIndex: cannot use the snapshot repository at {settings.snapshot_repository}: {e}"))
             params[models.INDEX_SNAPSHOT_PARAM] = {
-                "repository": indexreuse.REPOSITORY, "snapshot": snapshot, "restore": restore}
+                "repository": indexreuse.REPOSITORY, "snapshot": snapshot, "restore": restore, "index_settings": read_path}
             print(f"esbench: workload.reuseIndex: {'restoring' if restore else 'building the index, then taking'} "
-                  f"snapshot {snapshot}", file=out, flush=True)
+                  f"snapshot {snapshot}"
+                  + (f", restored with {json.dumps(read_path)}" if read_path else ""), file=out, flush=True)
 
     params_file = work_dir / "track-params.json"
     params_file.write_text(json.dumps(params, indent=2))
