@@ -1,5 +1,6 @@
 """The Kubernetes environment the operator adds to a race's results: a part it cannot read is said
-once, in a Warning on an Experiment that has results, and never costs the results.
+once, in a Warning on an Experiment that has results, and never costs the results; nor does a
+ConfigMap beside them (race.json, profiles) that cannot be created.
 
 The operator's API layer (Kube) is stood in for by `ApiServer`, which answers the few calls of the
 results step from memory, as Kube returns them; the same step runs on the real API server in the
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 from kubernetes.client.exceptions import ApiException
 
+from esbench.api import models
 from esbench.api.race_report import RaceReport
 from esbench.controller.config import Settings
 from esbench.controller.lifecycle import Reconciler
@@ -27,8 +29,9 @@ class ApiServer:
     """The calls of the results step; listing the cluster's pods fails (a 503, as while the API
     server is overloaded): Kube passes that on, as it does any error but a missing node."""
 
-    def __init__(self, log: str):
+    def __init__(self, log: str, configmaps_exist: bool = False):
         self.log = log
+        self.configmaps_exist = configmaps_exist
         self.status: dict[str, Any] = {"phase": "Benchmarking", "clusterVersion": "8.15.3", "clusterUID": "es-uid",
                                        "jobName": f"{NAME}-rally", "startTime": "2026-11-24T08:00:00Z"}
 
@@ -55,14 +58,14 @@ class ApiServer:
         raise ApiException(status=503, reason="Service Unavailable")
 
     def create_configmap(self, manifest):
-        return True
+        return not self.configmaps_exist  # Kube's answer when one of that name is there already
 
     def patch_experiment_status(self, namespace, name, status):
         self.status.update(status)
 
 
-def finish_race(log: str) -> tuple[ApiServer, list[tuple[str, str]]]:
-    api = ApiServer(log)
+def finish_race(log: str, configmaps_exist: bool = False) -> tuple[ApiServer, list[tuple[str, str]]]:
+    api = ApiServer(log, configmaps_exist)
     events: list[tuple[str, str]] = []
     reconciler = Reconciler(api, Settings.from_env({}), lambda body, type_, reason, message: events.append((type_, reason)))
     ended = {"metadata": {"ownerReferences": [{"uid": UID}]}, "status": {"conditions": [{"type": "Complete", "status": "True"}]}}
@@ -86,3 +89,22 @@ def test_a_race_without_results_says_nothing_of_an_environment_it_does_not_recor
     api, events = finish_race(log)
     assert api.status["phase"] == "Failed" and api.status["reason"] == "JobFailed"
     assert ("Warning", "EnvironmentIncomplete") not in events
+
+
+@pytest.mark.parametrize("configmaps_exist", [False, True])
+def test_results_whose_configmaps_cannot_be_created_are_kept_without_pointing_at_another_races(configmaps_exist):
+    """A ConfigMap of that name left by a deleted namesake: the status must not name it."""
+    race_json = successful_race_json()
+    results = summarize(race_json)
+    results.profile = models.ProfileRecording(profiler="async-profiler 4.6", event="cpu")
+    report = RaceReport(succeeded=True, results=results, race_json=race_json, profiles={"index-append.collapsed": "eA=="})
+    api, events = finish_race(runner_log(report), configmaps_exist)
+    assert api.status["phase"] == "Succeeded" and api.status["results"]["tasks"]
+    stored = {"raceJson": api.status.get("raceJsonConfigMap"), "profiles": api.status["results"]["profile"].get("configMap")}
+    warnings = {reason for type_, reason in events if type_ == "Warning"}
+    if configmaps_exist:
+        assert stored == {"raceJson": None, "profiles": None}
+        assert {"RaceJsonNotStored", "ProfilesNotStored"} <= warnings
+    else:
+        assert stored == {"raceJson": f"{NAME}-race", "profiles": f"{NAME}-profiles"}
+        assert not {"RaceJsonNotStored", "ProfilesNotStored"} & warnings
