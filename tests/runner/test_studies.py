@@ -37,7 +37,7 @@ def study_spec(path: str, **workload_changes) -> dict:
 @pytest.mark.measures
 def test_001_node_cpu_per_query_form_at_a_fixed_rate(clusters, race):
     """Reduced: 3000 people, each form 1 s first, then 5 s per form after 1 s of warm-up (the study:
-    1M, 20 s, 30 s after 10 s), at the study's 20 requests/s from 4 clients, the forms in the order
+    1M, 10 s, 20 s after 5 s), at the study's 20 requests/s from 4 clients, the forms in the order
     of the sweep's second round."""
     path = "001-range-queries-cpu/sweep.yaml"
     per_round = models.SweepSpec.model_validate(study_document(path)["spec"]).per_round
