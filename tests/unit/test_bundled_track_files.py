@@ -58,6 +58,14 @@ def test_the_tracks_that_reuse_an_index_snapshot_and_restore_it_the_shared_way(t
     assert "index_snapshot" not in text and "restore-snapshot" not in text  # only through index-reuse.j2
 
 
+def test_source_filtering_finds_its_newest_documents_where_its_corpus_dates_them():
+    # export_count's range repeats corpus.py's start and default document count: a template cannot import them.
+    generator = corpus.load_generator(TRACKS_DIR / "source-filtering")
+    text = (TRACKS_DIR / "source-filtering" / "track.json").read_text()
+    assert f'"{generator.START:%Y-%m-%dT%H:%M:%SZ}||+"' in text
+    assert f"doc_count | default({generator.DEFAULTS['doc_count']})" in text
+
+
 @pytest.mark.parametrize("track", models.BUNDLED_TRACKS)
 def test_the_same_params_generate_byte_identical_corpora(track, tmp_path):
     params = {"doc_count": 50, "body_bytes": 300}
