@@ -67,6 +67,9 @@ EXTRA = [
     ("free-form track params", with_spec("workload.trackParams", {"a": {"b": [1, None]}})),
     ("fractional target throughput", with_spec("workload", {"track": "range-queries", "load": {"targetThroughput": 2.5}})),
     ("duplicate roles are allowed", with_spec("elasticsearch.nodeSets", [{"name": "a", "count": 1, "roles": ["data", "data"]}])),
+    ("mmapfs on a node with mmap", with_spec(**{"index.settings": {"index.store.type": "mmapfs"},
+                                                "elasticsearch.config": {"node.store.allow_mmap": "true"}})),
+    ("niofs on a node without mmap", with_spec("index.settings", {"index.store.type": "niofs"})),
     ("valid", copy.deepcopy(VALID)),
 ]
 CASES = [(case, body) for case, body, _ in INVALID + INVALID_NAMES] + EXTRA

@@ -121,6 +121,8 @@ class NodeSet(Model):
 # host, which a restricted pod cannot set; nodes prepared for it opt back in with
 # node.store.allow_mmap: "true". Local mode applies the same, so that both measure alike.
 DEFAULT_NODE_CONFIG: dict[str, Any] = {"node.store.allow_mmap": False}
+# The index.store.type values a node without mmap refuses.
+MMAP_STORE_TYPES = ("mmapfs", "hybridfs")
 
 # ECK overrides these (UnsupportedSettings in ECK's api/elasticsearch/v1/fields.go) and only
 # warns: the cluster would silently not be what the Experiment says.
@@ -514,10 +516,21 @@ class Profile(Model):
 
 
 class ExperimentSpec(Model):
-    model_config = ConfigDict(json_schema_extra=rules((
-        "has(self.elasticsearch) != has(self.target)",
-        "set either spec.elasticsearch (a cluster of the Experiment's own) or spec.target (an existing cluster it "
-        "only uses), not both")))
+    model_config = ConfigDict(json_schema_extra=rules(
+        ("has(self.elasticsearch) != has(self.target)",
+         "set either spec.elasticsearch (a cluster of the Experiment's own) or spec.target (an existing cluster it "
+         "only uses), not both"),
+        # Elasticsearch refuses these store types when the node disallows mmap (IndexModule), and
+        # esbench's nodes disallow it unless the spec opts in: said here, not by a failed race.
+        ("!has(self.elasticsearch) || !has(self.index) || !has(self.index.settings) || "
+         "!('index.store.type' in self.index.settings) || "
+         f"!(string(self.index.settings['index.store.type']) in {_cel_list(MMAP_STORE_TYPES)}) || "
+         "(has(self.elasticsearch.config) && 'node.store.allow_mmap' in self.elasticsearch.config && "
+         "string(self.elasticsearch.config['node.store.allow_mmap']) == 'true')",
+         "index.settings sets index.store.type to mmapfs or hybridfs, which Elasticsearch refuses on a node "
+         "without mmap: set elasticsearch.config node.store.allow_mmap: \"true\" (esbench sets it false "
+         "unless told), or use niofs"),
+    ))
 
     elasticsearch: Elasticsearch | None = None
     target: Target | None = Field(
