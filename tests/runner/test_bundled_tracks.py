@@ -223,18 +223,23 @@ def test_best_compression_stores_the_same_corpus_in_less_space_and_a_reused_inde
 
 def test_an_export_of_the_newest_documents_reads_only_those_and_its_index_is_restored_in_the_next_race(clusters, race):
     """source-filtering with export_count (each export pages through the newest documents only)
-    and workload.reuseIndex: the second race exports from a restored copy of the first's index."""
+    and workload.reuseIndex: the second race exports from a restored copy of the first's index,
+    in another order of exports (which names the same snapshot)."""
     cluster = clusters.get(LATEST)
     params = {"doc_count": 300, "body_bytes": 512, "page_size": 50, "export_count": 100,
               "search_warmup_iterations": 1, "search_iterations": 2}
+    exports = ["paginate-full-source", "paginate-no-source", "paginate-source-title", "paginate-fields-title",
+               "paginate-source-body", "paginate-fields-body"]
     built = None
-    for attempt in ("build", "restore"):
-        run = race(spec("source-filtering", index={}, trackParams=params, reuseIndex=True, test_mode=False),
+    for attempt, order in (("build", exports), ("restore", exports[::-1])):
+        run = race(spec("source-filtering", index={}, trackParams={**params, "exports": order}, reuseIndex=True,
+                        test_mode=False),
                    cluster.url, snapshot_repository=cluster.snapshot_repository)
         assert run.exit_code == 0, run.output
         results = run.report.results
         assert results.track_params["index_snapshot"]["restore"] is (attempt == "restore"), run.output
         assert ("index-append" in {t.task for t in results.tasks}) is (attempt == "build")
+        assert [t.task for t in results.tasks if t.task.startswith("paginate-")] == order
         # Six exports of three passes each (one warm-up), each pass 100 documents in two pages of
         # 50: the index's search counters start at the restore, before the first export.
         search = cluster.client.get("source-filtering/_stats/search")["indices"]["source-filtering"]["total"]["search"]

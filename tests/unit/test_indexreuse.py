@@ -1,18 +1,22 @@
 """workload.reuseIndex's snapshot names: one per index, whatever drives the searches or reads the files.
 The snapshots themselves are taken and restored on real Elasticsearch in tests/runner/test_bundled_tracks."""
 
+import re
+from pathlib import Path
+
 import pytest
 
 from esbench.api import models
 from esbench.runner import indexreuse, rally
 
 VERSION, FILES = "8.7.1", "a" * 64
+TRACKS = Path(indexreuse.__file__).parent / "tracks"
 
 
-def name(workload=None, index=None, version=VERSION, files=FILES):
+def name(workload=None, index=None, version=VERSION, files=FILES, track="codec-search"):
     spec = models.ExperimentSpec.model_validate({
         "elasticsearch": {"version": VERSION}, "index": index or {"codec": "best_compression"},
-        "workload": {"track": "codec-search", "reuseIndex": True, "trackParams": {"doc_count": 1000},
+        "workload": {"track": track, "reuseIndex": True, "trackParams": {"doc_count": 1000},
                      **(workload or {})}})
     params = rally.track_params(spec, 1)
     indexreuse.take_read_path_settings(params)  # as the runner does before naming
@@ -26,6 +30,23 @@ def test_the_same_spec_names_the_same_snapshot_after_its_track():
 def test_what_drives_the_searches_only_names_the_same_snapshot():
     load = {"load": {"targetThroughput": 8, "clients": 4, "timePeriodSeconds": 60}}
     assert name(load) == name() == name({"contrasts": [{"name": "c", "baseline": "random-hits", "variants": ["x"]}]})
+    searches = {"doc_count": 1000, "random_hits_size": 50, "search_iterations": 3, "search_clients": 2}
+    assert name({"trackParams": searches}) == name()
+
+
+def test_the_order_and_size_of_the_exports_name_the_same_snapshot():
+    exports = {"doc_count": 1000, "exports": ["paginate-no-source", "paginate-full-source"], "export_count": 100,
+               "page_size": 50}
+    assert name({"trackParams": exports}, track="source-filtering") == name(track="source-filtering")
+    assert name({"trackParams": {"doc_count": 1001}}, track="source-filtering") != name(track="source-filtering")
+
+
+@pytest.mark.parametrize("track", models.INDEX_REUSE_TRACKS)
+def test_each_reuse_track_lists_the_search_params_its_files_use(track):
+    """A name there that the track does not read (misspelt, or renamed since) would leave the
+    param it meant naming snapshots."""
+    files = "".join(path.read_text() for path in [*(TRACKS / track).glob("*.json"), *TRACKS.glob("*.j2")])
+    assert [param for param in indexreuse.SEARCH_PARAMS[track] if not re.search(rf"\b{param}\b", files)] == []
 
 
 def test_how_a_node_reads_the_files_names_the_same_snapshot_and_is_given_to_the_restore():

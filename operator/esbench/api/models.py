@@ -406,7 +406,7 @@ class Workload(Model):
     reuse_index: bool = Field(
         False,
         description="Build the index once and restore it from a snapshot in later races with the same Elasticsearch "
-                    "version, track files and track params (workload.load aside): every race searches a restored "
+                    "version, track files and track params (workload.load and the track's search params aside): every race searches a restored "
                     "copy of the same segments, and only the first indexes and force-merges. index.store.type and "
                     "index.store.preload are applied as the copy is restored, not built into it. Needs a filesystem "
                     "snapshot repository the nodes can write: local mode makes one (ESBENCH_SNAPSHOTS); elsewhere "

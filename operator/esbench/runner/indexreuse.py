@@ -24,6 +24,15 @@ REPOSITORY = "esbench-index-reuse"
 # Elasticsearch's store type (hybridfs, mmapfs, niofs) and what it preloads: neither changes a
 # file's bytes, and both may be given to a restore (its index_settings).
 READ_PATH_SETTINGS = ("index.store.type", "index.store.preload")
+# Each reuse track's params that only drive its searches (what they ask, how many, in which
+# order): races that differ in these alone restore the same index, so that a sweep may vary
+# them round by round. A param not listed names another snapshot: one a track gains costs a
+# rebuild until it is listed, never a wrong index.
+_SEARCH_PARAMS = ("search_clients", "search_iterations", "search_warmup_iterations")
+SEARCH_PARAMS = {
+    "codec-search": (*_SEARCH_PARAMS, "fetch_size", "random_hits_size", "random_matches_size"),
+    "source-filtering": (*_SEARCH_PARAMS, "exports", "export_count", "page_size"),
+}
 
 
 def take_read_path_settings(params: dict[str, Any]) -> dict[str, Any]:
@@ -37,14 +46,15 @@ def take_read_path_settings(params: dict[str, Any]) -> dict[str, Any]:
 
 def snapshot_name(workload: models.Workload, params: dict[str, Any], version: str, track_sha256: str) -> str:
     """The same name for the same index: the version that writes it, the track's files, the
-    workload (test mode and the task filters too) and the track params, but workload.load's
-    (they only drive searches)."""
-    load = workload.load.track_params() if workload.load else {}
+    workload (test mode and the task filters too) and the track params, but workload.load's and
+    the track's SEARCH_PARAMS (they only drive searches)."""
+    searches = {*(workload.load.track_params() if workload.load else {}), *SEARCH_PARAMS.get(workload.track, ())}
     shaping = {
         "version": version,
         "track_sha256": track_sha256,
-        "workload": workload.model_dump(mode="json", exclude={"load", "contrasts"}),
-        "params": {name: value for name, value in params.items() if name not in load},
+        # trackParams are in params, with spec.index's settings merged into them.
+        "workload": workload.model_dump(mode="json", exclude={"load", "contrasts", "track_params"}),
+        "params": {name: value for name, value in params.items() if name not in searches},
     }
     digest = hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()
     return f"{workload.track}-{digest[:24]}"
