@@ -252,6 +252,14 @@ def test_without_es_url_elasticsearch_is_downloaded_started_over_https_and_stopp
     with_resources = [t.resources for t in results.tasks if t.resources]
     assert with_resources and all(r.major_page_faults >= 0 for r in with_resources), with_resources
     assert all(r.page_cache_bytes > 0 for r in with_resources if r.page_cache_bytes is not None), with_resources
+    # What of the node's index files the page cache holds, by Lucene extension (fincore): once the
+    # index has segments, their stored fields (.fdt, or in a small segment's compound .cfs) are
+    # there; the files' cached pages are charged to the node's cgroup, which wrote them, so they
+    # are within its page cache (read a moment apart: 1 MiB).
+    indexed = [p for p in probed if {"fdt", "cfs"} & set(p.get("index_files", {}))]
+    assert indexed and all(0 < sum(f["cached"] for f in p["index_files"].values()) <= p["page_cache_bytes"] + 2**20
+                           for p in indexed), indexed
+    assert any(r.index_files and {"fdt", "cfs"} & set(r.index_files) for r in with_resources), with_resources
     # From the kernel's figures per thread: the CPU time of the JVM's JIT compiler and GC threads,
     # counters that never go down; per task, within the node's own (read a moment apart: 0.2 s).
     jit = [p["jit_cpu_ms"] for p in probed]

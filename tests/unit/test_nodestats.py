@@ -162,6 +162,18 @@ def test_a_probes_counters_reach_the_one_nodes_task_figures():
     assert all(nodestats.PROBED not in node for node in nodestats.with_probe(two, {"major_page_faults": 1})["nodes"].values())
 
 
+def test_the_index_files_in_the_page_cache_are_means_over_the_samples_inside_the_window():
+    files = [{"fdt": {"size": 1000, "cached": 100}},
+             {"fdt": {"size": 1000, "cached": 300}, "doc": {"size": 50, "cached": 50}},
+             {"fdt": {"size": 1000, "cached": 800}}]
+    samples = [nodestats.with_probe(timed(at, 0), {"index_files": probed}) for at, probed in zip((0, 5, 20), files, strict=True)]
+    figures = nodestats.task_resources(samples, taskwindows.TaskWindow("t", 0, 10), {"n1": 1})
+    # A file that appears in some samples (a segment a merge made or removed) counts as none in the others.
+    assert figures.index_files == {"fdt": models.IndexFiles(size_bytes=1000, cached_bytes=200),
+                                   "doc": models.IndexFiles(size_bytes=25, cached_bytes=25)}
+    assert nodestats.task_resources(samples, taskwindows.TaskWindow("t", 11, 19), {"n1": 1}).index_files is None
+
+
 def test_a_window_outside_the_sampled_span_or_without_processors_leaves_figures_unknown():
     samples = [timed(10, 0), timed(20, 1000)]
     early = nodestats.task_resources(samples, taskwindows.TaskWindow("early", 5, 15), {"n1": 2})

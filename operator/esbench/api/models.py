@@ -671,6 +671,15 @@ class TaskResources(Model):
     # cache charged to it, averaged over the samples.
     major_page_faults: float | None = None
     page_cache_bytes: float | None = None
+    # Local mode only, from fincore over the node's own index files: by Lucene file extension (fdt
+    # stored fields, doc postings, tim terms, dvd doc values, cfs a compound segment, ...), their
+    # bytes and the bytes of them in the page cache, means over the samples.
+    index_files: dict[str, IndexFiles] | None = None
+
+
+class IndexFiles(Model):
+    size_bytes: float
+    cached_bytes: float
 
 
 # A track task of this name (a Rally `sleep`) is the race's idle window: the node's background

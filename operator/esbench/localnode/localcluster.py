@@ -13,6 +13,7 @@ can run side by side and nothing is written into the download cache.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import secrets
@@ -31,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from esbench.localnode import maven, rootendpoint, threadcpu
+from esbench.localnode import maven, pagecache, rootendpoint, threadcpu
 from esbench.localnode.cpus import on_cpus
 from esbench.localnode.memorycgroup import MemoryCgroup, Unavailable
 from esbench.runner.target import Target
@@ -165,15 +166,20 @@ class LocalCluster:
     def client(self) -> Target:
         return Target(self.url, self.username, self.password, self.ca_file)
 
-    def probe(self) -> Callable[[], dict[str, float]]:
+    def probe(self) -> Callable[[], dict[str, Any]]:
         """For one race: what Elasticsearch does not report of this node, read beside each of its
         _nodes/stats answers (the CPU time of its JIT compiler and GC threads; with a memory cgroup,
-        major page faults and the page cache)."""
+        major page faults and the page cache; what of its index files the page cache holds)."""
         threads = threadcpu.ThreadCpu(self.server_pid())
         memory = self.memory
+        data = self.base_dir / "data"
 
-        def counters() -> dict[str, float]:
-            return {**threads.counters(), **(memory.counters() if memory else {})}
+        def counters() -> dict[str, Any]:
+            probed: dict[str, Any] = {**threads.counters(), **(memory.counters() if memory else {})}
+            # Without fincore, or with files it may not read, the other counters still count.
+            with contextlib.suppress(OSError, subprocess.SubprocessError):
+                probed["index_files"] = pagecache.by_extension(pagecache.index_files(data))
+            return probed
 
         return counters
 

@@ -282,6 +282,7 @@ def task_resources(
             "gc_cpu_ms": increase(f"{PROBED}.gc_cpu_ms"),
             "major_page_faults": increase(f"{PROBED}.major_page_faults"),
             "page_cache_bytes": mean(f"{PROBED}.page_cache_bytes"),
+            "index_files": _index_files(samples, node_id, window),
         })
     if not any(v is not None for node in per_node for v in node.values()):
         return None
@@ -309,4 +310,23 @@ def task_resources(
         gc_cpu_ms=_sum(over_nodes("gc_cpu_ms")),
         major_page_faults=_sum(over_nodes("major_page_faults")),
         page_cache_bytes=_sum(over_nodes("page_cache_bytes")),
+        # A probe watches a single node (with_probe).
+        index_files=next((files for files in over_nodes("index_files") if files), None),
     )
+
+
+def _index_files(samples: list[dict[str, Any]], node_id: str, window: TaskWindow) -> dict[str, models.IndexFiles] | None:
+    """The probe's index files by extension, each figure a mean over the samples inside the window
+    (an extension missing from a sample, such as a segment a merge made or removed, counts 0 there)."""
+    inside = []
+    for sample in samples:
+        files = value_at((sample.get("nodes") or {}).get(node_id, {}), f"{PROBED}.index_files")
+        if isinstance(files, dict) and window.start <= sample.get(SAMPLED_AT, -1) <= window.end:
+            inside.append(files)
+
+    def mean(extension: str, figure: str) -> float:
+        return sum(files.get(extension, {}).get(figure, 0) for files in inside) / len(inside)
+
+    extensions = sorted({extension for files in inside for extension in files})
+    return {extension: models.IndexFiles(size_bytes=mean(extension, "size"), cached_bytes=mean(extension, "cached"))
+            for extension in extensions} or None
