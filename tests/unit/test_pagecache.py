@@ -1,10 +1,13 @@
 """The local node's index files in the page cache (localnode.pagecache), by the real fincore on
-real files: one read (cached), one whose pages were dropped."""
+real files: one read (cached), one whose pages were dropped; and how `esbench show` lists them."""
 
 import os
 
 import pytest
+from rich.console import Console
 
+from esbench.api import models
+from esbench.cli import rendering
 from esbench.localnode import pagecache
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -53,3 +56,20 @@ def test_the_layout_before_8_0_is_found_too_and_no_files_is_no_figures(tmp_path)
 def test_files_it_cannot_read_are_an_error_with_fincores_reason(tmp_path):
     with pytest.raises(OSError, match="No such file"):
         pagecache.by_extension([tmp_path / "gone.fdt"])
+
+
+def test_show_lists_each_tasks_cached_index_files_main_kinds_first():
+    files = {"tip": models.IndexFiles(size_bytes=2048, cached_bytes=1024),
+             "fdt": models.IndexFiles(size_bytes=100 * 2**20, cached_bytes=5 * 2**20),
+             "doc": models.IndexFiles(size_bytes=2**20, cached_bytes=2**20)}
+    tasks = [models.TaskResult(task="random-hits", resources=models.TaskResources(seconds=80, nodes=1, index_files=files)),
+             models.TaskResult(task="bulk", resources=models.TaskResources(seconds=80, nodes=1))]
+    console = Console(width=200, record=True)
+    for table in rendering.results_tables(models.Results(race_id="r", tasks=tasks)):
+        console.print(table)
+    text = console.export_text()
+    held = text[text.index("Index files in the page cache"):]
+    assert "bulk" not in held
+    header = next(line for line in held.splitlines() if "task" in line)
+    assert header.index("fdt") < header.index("doc") < header.index("tip")
+    assert "5.0 MiB of 100.0 MiB" in held and "1.0 MiB of 1.0 MiB" in held and "1.0 KiB of 2.0 KiB" in held

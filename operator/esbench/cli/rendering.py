@@ -153,6 +153,9 @@ def results_tables(results: models.Results) -> list[Table]:
         for t in with_resources:
             spent.add_row(t.task, *[format_value(getattr(t.resources, attribute), unit) for _, attribute, unit in columns])
         tables.append(spent)
+    with_files = [t for t in with_resources if t.resources.index_files]
+    if with_files:
+        tables.append(index_files_table(with_files))
     measured = [m for m in compare.measurements(results) if m.section != Section.TASK and m.value is not None]
     if measured:
         cluster = Table(title="Cluster and nodes", title_justify="left")
@@ -192,6 +195,29 @@ def results_tables(results: models.Results) -> list[Table]:
             top.add_row(t.task, str(t.profile.samples), frames, end_section=True)
         tables.append(top)
     return tables
+
+
+# The index files a study of the page cache asks about first, in this order; others follow.
+MAIN_INDEX_FILES = ("fdt", "doc", "pos", "tim", "dvd", "cfs")
+
+
+def index_files_table(tasks: list[models.TaskResult]) -> Table:
+    """Per task, how much of each kind of index file the page cache held (local mode's fincore)."""
+    seen = {extension for t in tasks for extension in t.resources.index_files}
+    extensions = [e for e in MAIN_INDEX_FILES if e in seen] + sorted(seen - set(MAIN_INDEX_FILES))
+    table = Table(title="Index files in the page cache", title_justify="left",
+                  caption_justify="left", caption="by Lucene file extension: cached of its files' bytes, means over "
+                                                  "the task's samples (fdt stored fields, doc postings, pos positions, "
+                                                  "tim terms, dvd doc values, cfs compound segments)")
+    table.add_column("task", no_wrap=True)
+    for extension in extensions:
+        table.add_column(extension, justify="right", no_wrap=True)
+    for t in tasks:
+        files = t.resources.index_files
+        table.add_row(t.task, *[f"{format_value(files[e].cached_bytes, 'bytes')} of "
+                                f"{format_value(files[e].size_bytes, 'bytes')}" if e in files else "–"
+                                for e in extensions])
+    return table
 
 
 def describe_environment(environment: models.Environment) -> str:
