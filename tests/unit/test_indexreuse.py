@@ -2,6 +2,7 @@
 The snapshots themselves are taken and restored on real Elasticsearch in tests/runner/test_bundled_tracks."""
 
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -74,3 +75,13 @@ def test_how_a_node_reads_the_files_names_the_same_snapshot_and_is_given_to_the_
 ])
 def test_whatever_shapes_the_index_names_another_snapshot(change):
     assert name(**change) != name()
+
+
+def test_the_tracks_files_name_the_snapshot_but_its_readme_does_not(tmp_path):
+    tracks = tmp_path / "tracks"
+    shutil.copytree(TRACKS, tracks, ignore=shutil.ignore_patterns("__pycache__"))
+    before = indexreuse.track_sha256("codec-search", tracks)
+    (tracks / "codec-search" / "README.md").write_text("reworded")
+    assert indexreuse.track_sha256("codec-search", tracks) == before
+    (tracks / "index-reuse.j2").write_text((tracks / "index-reuse.j2").read_text() + "\n")
+    assert indexreuse.track_sha256("codec-search", tracks) != before

@@ -111,13 +111,18 @@ def checkout_revision(repository: Path) -> str | None:
     return done.stdout.strip() or None
 
 
+def bundled_track_files(track: str, tracks_dir: Path) -> list[Path]:
+    """A bundled track's files and the parts shared by the tracks (tracks_dir/*.j2)."""
+    files = [p for p in (tracks_dir / track).rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+    return [*files, *tracks_dir.glob("*.j2")]
+
+
 def track_identity(workload: models.Workload, tracks_dir: Path, rally_home: Path) -> models.TrackIdentity:
     """A bundled track by the digest of its files (shared parts included), any other by the
     commit of the checkout Rally raced from (RALLY_HOME/.rally/benchmarks/tracks/<repository>)."""
     identity = models.TrackIdentity(source=workload.source, name=workload.track)
     if workload.source == models.TrackSource.BUNDLED:
-        files = [p for p in (tracks_dir / workload.track).rglob("*") if p.is_file() and "__pycache__" not in p.parts]
-        identity.sha256 = files_sha256([*files, *tracks_dir.glob("*.j2")], tracks_dir)
+        identity.sha256 = files_sha256(bundled_track_files(workload.track, tracks_dir), tracks_dir)
     else:
         repository = "default" if workload.source == models.TrackSource.RALLY_TRACKS else GIT_REPOSITORY_NAME
         identity.revision = checkout_revision(rally_home / ".rally" / "benchmarks" / "tracks" / repository)

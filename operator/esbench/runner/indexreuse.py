@@ -15,10 +15,12 @@ from __future__ import annotations
 import hashlib
 import json
 import urllib.error
+from pathlib import Path
 from typing import Any
 
 from esbench.api import models
 from esbench.esclient import Client
+from esbench.runner import environment
 
 REPOSITORY = "esbench-index-reuse"
 # Elasticsearch's store type (hybridfs, mmapfs, niofs) and what it preloads: neither changes a
@@ -42,6 +44,13 @@ def take_read_path_settings(params: dict[str, Any]) -> dict[str, Any]:
     if not settings:
         params.pop("index_settings", None)
     return read_path
+
+
+def track_sha256(track: str, tracks_dir: Path) -> str:
+    """The digest of what the bundled track renders and runs: its files and the shared parts, but
+    its README (rewording it must not cost a rebuild)."""
+    files = [path for path in environment.bundled_track_files(track, tracks_dir) if path.suffix != ".md"]
+    return environment.files_sha256(files, tracks_dir)
 
 
 def snapshot_name(workload: models.Workload, params: dict[str, Any], version: str, track_sha256: str) -> str:

@@ -370,10 +370,9 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
             print("esbench: workload.reuseIndex: no snapshot repository is known on this target (local mode makes "
                   "one), so this race builds its index", file=out, flush=True)
         else:
-            track_sha256 = environment.track_identity(spec.workload, TRACKS_DIR, rally_home).sha256
-            assert track_sha256 is not None  # a bundled track (spec_rejection checked it)
             read_path = indexreuse.take_read_path_settings(params)
-            snapshot = indexreuse.snapshot_name(spec.workload, params, root["version"]["number"], track_sha256)
+            snapshot = indexreuse.snapshot_name(spec.workload, params, root["version"]["number"],
+                                                indexreuse.track_sha256(spec.workload.track, TRACKS_DIR))
             try:
                 restore = indexreuse.holds(target, settings.snapshot_repository, snapshot)
             except (OSError, ValueError) as e:
