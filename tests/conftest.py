@@ -9,8 +9,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-# One plugin module, so that every test directory of a pytest run shares one control plane.
-pytest_plugins = ["tests.support.fixtures"]
+# The waits' deadline (first: the fixtures import it); one plugin module of fixtures, so that every
+# test directory of a pytest run shares one control plane.
+pytest_plugins = ["tests.support.waiting", "tests.support.fixtures"]
 
 
 @pytest.fixture(scope="session")
