@@ -1,4 +1,4 @@
-"""Runs the seed studies' sweeps (examples/studies/*/sweep*.yaml and curve-*.yaml) at full size on
+"""Runs the seed studies' sweeps (examples/studies/*/build*.yaml, sweep*.yaml, curve-*.yaml) at full size on
 this machine with `esbench run`, and writes their figures beside them: results/<file>/ holds the
 sweep as `esbench run` leaves it (sweep.json with its status: comparison, contrasts, gates; runs/,
 each run's Experiment with its status) and report.md (`esbench report` of the runs: the verdicts
@@ -77,7 +77,8 @@ def run_sweep(folder: Path, path: Path) -> None:
 
 
 def sweeps(folder: Path) -> list[Path]:
-    return sorted(folder.glob("sweep*.yaml")) + sorted(folder.glob("curve-*.yaml"))
+    """build*.yaml first: sweeps that make the snapshots (workload.reuseIndex) the others restore."""
+    return [*sorted(folder.glob("build*.yaml")), *sorted(folder.glob("sweep*.yaml")), *sorted(folder.glob("curve-*.yaml"))]
 
 
 def main() -> None:

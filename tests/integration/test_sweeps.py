@@ -365,9 +365,11 @@ def test_the_api_server_rejects_a_malformed_sweep(apis, namespace, change, messa
 def test_every_example_sweep_is_accepted_and_every_cell_is_a_valid_experiment(apis, namespace, repo_root):
     examples = sorted((repo_root / "examples" / "sweeps").glob("*.yaml"))
     studies = repo_root / "examples" / "studies"
-    examples += sorted(studies.glob("*/sweep*.yaml")) + sorted(studies.glob("*/curve-*.yaml"))
+    examples += [path for pattern in ("*/build*.yaml", "*/sweep*.yaml", "*/curve-*.yaml")
+                 for path in sorted(studies.glob(pattern))]
     assert {p.name for p in examples} >= {"indexing-knobs.yaml", "codec-search.yaml", "range-queries-versions.yaml",
-                                          "source-filtering-pagination.yaml", "curve-clients.yaml", "sweep-shards.yaml"}
+                                          "source-filtering-pagination.yaml", "curve-clients.yaml", "sweep-shards.yaml",
+                                          "build.yaml", "sweep-map.yaml"}
     for path in examples:
         document = yaml.safe_load(path.read_text())
         stored = apis.custom.create_namespaced_custom_object(

@@ -10,9 +10,10 @@ from esbench.runner import race, rally
 
 ROOT = Path(__file__).resolve().parents[2] / "examples"
 # Studies: their Experiments (003's cluster-*.yaml and target.yaml); the studies' ExperimentSweeps
-# (sweep*.yaml, curve-*.yaml: what make studies runs) are checked by the API server (tests/integration).
+# (build*.yaml, sweep*.yaml, curve-*.yaml: what make studies runs) are checked by the API server
+# (tests/integration).
 EXAMPLES = sorted(ROOT.glob("*.yaml")) + sorted(
-    p for p in ROOT.glob("studies/*/*.yaml") if not p.name.startswith(("sweep", "curve-")))
+    p for p in ROOT.glob("studies/*/*.yaml") if not p.name.startswith(("build", "sweep", "curve-")))
 REPLICAS = {"indexing-knobs.yaml": 1}
 
 
