@@ -255,11 +255,12 @@ def test_without_es_url_elasticsearch_is_downloaded_started_over_https_and_stopp
     # What of the node's index files the page cache holds, by Lucene extension (fincore): once the
     # index has segments, their stored fields (.fdt, or in a small segment's compound .cfs) are
     # there; the files' cached pages are charged to the node's cgroup, which wrote them, so they
-    # are within its page cache (read a moment apart: 1 MiB).
+    # are within its page cache (read a moment apart: 1 MiB). Per task they are a gauge like the
+    # page cache, which test mode's second-long tasks may hold no sample of (a slow CI host's did
+    # not): their means are tests/unit/test_nodestats.py's.
     indexed = [p for p in probed if {"fdt", "cfs"} & set(p.get("index_files", {}))]
     assert indexed and all(0 < sum(f["cached"] for f in p["index_files"].values()) <= p["page_cache_bytes"] + 2**20
                            for p in indexed), indexed
-    assert any(r.index_files and {"fdt", "cfs"} & set(r.index_files) for r in with_resources), with_resources
     # From the kernel's figures per thread: the CPU time of the JVM's JIT compiler and GC threads,
     # counters that never go down; per task, within the node's own (read a moment apart: 0.2 s).
     jit = [p["jit_cpu_ms"] for p in probed]
