@@ -6,7 +6,8 @@ import pytest
 import yaml
 
 from esbench.api import models
-from esbench.runner import race, rally
+from esbench.controller import grid
+from esbench.runner import indexreuse, race, rally
 
 ROOT = Path(__file__).resolve().parents[2] / "examples"
 # Studies: their Experiments (003's cluster-*.yaml and target.yaml); the studies' ExperimentSweeps
@@ -49,3 +50,28 @@ def test_the_codec_pair_differs_only_in_codec_and_name():
     best, default = load("codec-search.yaml"), load("codec-search-default.yaml")
     assert (best["spec"]["index"].pop("codec"), default["spec"]["index"].pop("codec")) == ("best_compression", "default")
     assert best["spec"] == default["spec"]
+
+
+def snapshot_names(sweep: Path) -> set[str]:
+    """The workload.reuseIndex snapshots the sweep's cells restore (or build), as the runner names them."""
+    document = yaml.safe_load(sweep.read_text())
+    spec = models.SweepSpec.model_validate(document["spec"])
+    result = set()
+    for cell in grid.cells(spec, document["metadata"]["name"], "default"):
+        experiment = models.ExperimentSpec.model_validate(cell.spec)
+        if experiment.workload.reuse_index:
+            params = rally.track_params(experiment, 1)
+            indexreuse.take_read_path_settings(params)
+            track = indexreuse.track_sha256(experiment.workload.track, race.TRACKS_DIR)
+            result.add(indexreuse.snapshot_name(experiment.workload, params, experiment.elasticsearch.version, track))
+    return result
+
+
+@pytest.mark.parametrize("build", sorted(ROOT.glob("studies/*/build*.yaml")), ids=lambda p: p.parent.name)
+def test_a_studys_sweeps_restore_the_snapshots_its_build_takes(build):
+    # A drift (a param changed in one file only) would not fail a race: it would build the index
+    # again, under the sweep's own memory limit, which took 53 minutes for 002's.
+    built = snapshot_names(build)
+    assert built
+    for sweep in sorted(build.parent.glob("sweep*.yaml")):
+        assert snapshot_names(sweep) <= built, sweep.name

@@ -63,3 +63,14 @@ def test_settings_and_config_take_scalars_only():
         ExperimentSpec.model_validate(spec(config={"thread_pool.write.queue_size": {"x": 1}}))
     ExperimentSpec.model_validate(spec(index={"settings": {"index.mapping.ignore_malformed": "true",
                                                             "index.merge.scheduler.max_thread_count": 1}}))
+
+
+@pytest.mark.parametrize("store_type", ["mmapfs", "hybridfs"])
+def test_a_track_params_store_type_needing_mmap_needs_a_node_with_mmap(store_type):
+    params = {"index_settings": {"index.store.type": store_type}}
+    with pytest.raises(ValidationError, match=rf"index\.store\.type to {store_type}, which Elasticsearch refuses"):
+        ExperimentSpec.model_validate(spec(track_params=params))
+    with pytest.raises(ValidationError, match="refuses on a node without mmap"):
+        ExperimentSpec.model_validate(spec(track_params=params, config={"node.store.allow_mmap": "false"}))
+    ExperimentSpec.model_validate(spec(track_params=params, config={"node.store.allow_mmap": "true"}))
+    ExperimentSpec.model_validate(spec(track_params={"index_settings": {"index.store.type": "niofs"}}))

@@ -586,6 +586,20 @@ class ExperimentSpec(Model):
                 raise ValueError(f"workload.trackParams.{param} conflicts with {field}: set it in one place only")
         return self
 
+    @model_validator(mode="after")
+    def _track_params_store_type_needs_mmap(self) -> ExperimentSpec:
+        # The CRD rule on index.settings, for the same setting given through track params.
+        settings = (self.workload.track_params or {}).get("index_settings")
+        store_type = settings.get("index.store.type") if isinstance(settings, dict) else None
+        if self.elasticsearch is None or str(store_type) not in MMAP_STORE_TYPES:
+            return self
+        if str((self.elasticsearch.config or {}).get("node.store.allow_mmap")).lower() != "true":
+            raise ValueError(
+                f"workload.trackParams.index_settings sets index.store.type to {store_type}, which Elasticsearch "
+                "refuses on a node without mmap: set elasticsearch.config node.store.allow_mmap: \"true\" (esbench "
+                "sets it false unless told), or use niofs")
+        return self
+
 
 # The Experiment's name becomes ECK's cluster name, and through it the names of Services and pods.
 EXPERIMENT_NAME_RULES = rules(
