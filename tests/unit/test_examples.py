@@ -61,9 +61,9 @@ def snapshot_names(sweep: Path) -> set[str]:
         experiment = models.ExperimentSpec.model_validate(cell.spec)
         if experiment.workload.reuse_index:
             params = rally.track_params(experiment, 1)
-            indexreuse.take_read_path_settings(params)
-            track = indexreuse.track_sha256(experiment.workload.track, race.TRACKS_DIR)
-            result.add(indexreuse.snapshot_name(experiment.workload, params, experiment.elasticsearch.version, track))
+            name, _ = indexreuse.name_snapshot(experiment.workload, params, experiment.elasticsearch.version,
+                                               race.TRACKS_DIR)
+            result.add(name)
     return result
 
 

@@ -123,6 +123,8 @@ class NodeSet(Model):
 DEFAULT_NODE_CONFIG: dict[str, Any] = {"node.store.allow_mmap": False}
 # The index.store.type values a node without mmap refuses.
 MMAP_STORE_TYPES = ("mmapfs", "hybridfs")
+MMAP_REFUSED = ('which Elasticsearch refuses on a node without mmap: set elasticsearch.config node.store.allow_mmap: '
+                '"true" (esbench sets it false unless told), or use niofs')
 
 # ECK overrides these (UnsupportedSettings in ECK's api/elasticsearch/v1/fields.go) and only
 # warns: the cluster would silently not be what the Experiment says.
@@ -527,9 +529,7 @@ class ExperimentSpec(Model):
          f"!(string(self.index.settings['index.store.type']) in {_cel_list(MMAP_STORE_TYPES)}) || "
          "(has(self.elasticsearch.config) && 'node.store.allow_mmap' in self.elasticsearch.config && "
          "string(self.elasticsearch.config['node.store.allow_mmap']) == 'true')",
-         "index.settings sets index.store.type to mmapfs or hybridfs, which Elasticsearch refuses on a node "
-         "without mmap: set elasticsearch.config node.store.allow_mmap: \"true\" (esbench sets it false "
-         "unless told), or use niofs"),
+         f"index.settings sets index.store.type to mmapfs or hybridfs, {MMAP_REFUSED}"),
     ))
 
     elasticsearch: Elasticsearch | None = None
@@ -594,10 +594,7 @@ class ExperimentSpec(Model):
         if self.elasticsearch is None or str(store_type) not in MMAP_STORE_TYPES:
             return self
         if str((self.elasticsearch.config or {}).get("node.store.allow_mmap")).lower() != "true":
-            raise ValueError(
-                f"workload.trackParams.index_settings sets index.store.type to {store_type}, which Elasticsearch "
-                "refuses on a node without mmap: set elasticsearch.config node.store.allow_mmap: \"true\" (esbench "
-                "sets it false unless told), or use niofs")
+            raise ValueError(f"workload.trackParams.index_settings sets index.store.type to {store_type}, {MMAP_REFUSED}")
         return self
 
 

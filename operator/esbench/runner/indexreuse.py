@@ -69,6 +69,14 @@ def snapshot_name(workload: models.Workload, params: dict[str, Any], version: st
     return f"{workload.track}-{digest[:24]}"
 
 
+def name_snapshot(workload: models.Workload, params: dict[str, Any], version: str,
+                  tracks_dir: Path) -> tuple[str, dict[str, Any]]:
+    """A race's snapshot and the read-path settings its restore applies: takes those settings out
+    of params (in place) and names the snapshot after what remains."""
+    read_path = take_read_path_settings(params)
+    return snapshot_name(workload, params, version, track_sha256(workload.track, tracks_dir)), read_path
+
+
 def holds(target: Client, location: str, snapshot: str) -> bool:
     """Whether the repository at location holds snapshot (registered first: a new node knows none).
     A location the nodes cannot use is a ValueError with Elasticsearch's reason."""

@@ -370,9 +370,7 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
             print("esbench: workload.reuseIndex: no snapshot repository is known on this target (local mode makes "
                   "one), so this race builds its index", file=out, flush=True)
         else:
-            read_path = indexreuse.take_read_path_settings(params)
-            snapshot = indexreuse.snapshot_name(spec.workload, params, root["version"]["number"],
-                                                indexreuse.track_sha256(spec.workload.track, TRACKS_DIR))
+            snapshot, read_path = indexreuse.name_snapshot(spec.workload, params, root["version"]["number"], TRACKS_DIR)
             try:
                 restore = indexreuse.holds(target, settings.snapshot_repository, snapshot)
             except (OSError, ValueError) as e:
