@@ -76,9 +76,14 @@ def run_sweep(folder: Path, path: Path) -> None:
     print(f"{folder.name}: report in {(output / 'report.md').relative_to(REPO)}", flush=True)
 
 
+def builds(folder: Path) -> list[Path]:
+    """The study's sweeps that make the snapshots (workload.reuseIndex) its other sweeps restore."""
+    return sorted(folder.glob("build*.yaml"))
+
+
 def sweeps(folder: Path) -> list[Path]:
-    """build*.yaml first: sweeps that make the snapshots (workload.reuseIndex) the others restore."""
-    return [*sorted(folder.glob("build*.yaml")), *sorted(folder.glob("sweep*.yaml")), *sorted(folder.glob("curve-*.yaml"))]
+    """Every sweep of the study (the tests read the same files), its builds first."""
+    return [*builds(folder), *sorted(folder.glob("sweep*.yaml")), *sorted(folder.glob("curve-*.yaml"))]
 
 
 def main() -> None:

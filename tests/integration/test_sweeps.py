@@ -18,6 +18,7 @@ from kubernetes.client.exceptions import ApiException
 
 from esbench.api import models
 from esbench.controller import grid
+from scripts import studies
 from tests.support.admission import HELD, deletion_held, deletion_refused
 from tests.support.experiments import condition, es_exists, event_messages, events
 from tests.support.operator_process import OperatorProcess
@@ -364,9 +365,8 @@ def test_the_api_server_rejects_a_malformed_sweep(apis, namespace, change, messa
 
 def test_every_example_sweep_is_accepted_and_every_cell_is_a_valid_experiment(apis, namespace, repo_root):
     examples = sorted((repo_root / "examples" / "sweeps").glob("*.yaml"))
-    studies = repo_root / "examples" / "studies"
-    examples += [path for pattern in ("*/build*.yaml", "*/sweep*.yaml", "*/curve-*.yaml")
-                 for path in sorted(studies.glob(pattern))]
+    examples += [path for study in sorted((repo_root / "examples" / "studies").glob("*"))
+                 for path in studies.sweeps(study)]
     assert {p.name for p in examples} >= {"indexing-knobs.yaml", "codec-search.yaml", "range-queries-versions.yaml",
                                           "source-filtering-pagination.yaml", "curve-clients.yaml", "sweep-shards.yaml",
                                           "build.yaml", "sweep-map.yaml"}

@@ -8,13 +8,13 @@ import yaml
 from esbench.api import models
 from esbench.controller import grid
 from esbench.runner import indexreuse, race, rally
+from scripts import studies
 
 ROOT = Path(__file__).resolve().parents[2] / "examples"
 # Studies: their Experiments (003's cluster-*.yaml and target.yaml); the studies' ExperimentSweeps
-# (build*.yaml, sweep*.yaml, curve-*.yaml: what make studies runs) are checked by the API server
-# (tests/integration).
+# (what make studies runs) are checked by the API server (tests/integration).
 EXAMPLES = sorted(ROOT.glob("*.yaml")) + sorted(
-    p for p in ROOT.glob("studies/*/*.yaml") if not p.name.startswith(("build", "sweep", "curve-")))
+    {*ROOT.glob("studies/*/*.yaml")} - {p for study in ROOT.glob("studies/*") for p in studies.sweeps(study)})
 REPLICAS = {"indexing-knobs.yaml": 1}
 
 
@@ -67,11 +67,11 @@ def snapshot_names(sweep: Path) -> set[str]:
     return result
 
 
-@pytest.mark.parametrize("study", sorted({p.parent for p in ROOT.glob("studies/*/build*.yaml")}), ids=lambda p: p.name)
+@pytest.mark.parametrize("study", [p for p in sorted(ROOT.glob("studies/*")) if studies.builds(p)], ids=lambda p: p.name)
 def test_a_studys_sweeps_restore_the_snapshots_its_builds_take(study):
     # A drift (a param changed in one file only) would not fail a race: it would build the index
     # again, under the sweep's own memory limit, which took 53 minutes for 002's.
-    built = set().union(*(snapshot_names(build) for build in study.glob("build*.yaml")))
+    built = set().union(*(snapshot_names(build) for build in studies.builds(study)))
     assert built
-    for sweep in sorted(study.glob("sweep*.yaml")):
+    for sweep in studies.sweeps(study):
         assert snapshot_names(sweep) <= built, sweep.name

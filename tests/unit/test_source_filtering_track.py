@@ -20,3 +20,10 @@ def test_each_article_is_newer_than_the_one_before():
     assert [a["id"] for a in articles] == list(range(500))
     created = [a["created"] for a in articles]
     assert created == sorted(set(created))  # ISO 8601 in UTC: text order is time order
+
+
+def test_test_mode_indexes_the_newest_articles_which_an_export_of_the_newest_reads(tmp_path):
+    (tmp_path / corpus.GENERATOR).write_bytes((TRACK / corpus.GENERATOR).read_bytes())
+    corpus.generate(tmp_path, "source-filtering", {"doc_count": 2500, "body_bytes": 100})
+    lines = (tmp_path / corpus.DOCUMENTS).read_bytes().splitlines(keepends=True)
+    assert (tmp_path / corpus.TEST_MODE_DOCUMENTS).read_bytes() == b"".join(lines[-corpus.TEST_MODE_COUNT:])

@@ -2,10 +2,12 @@
 
 Each bundled track ships a `corpus.py` next to its track.json with
   DEFAULTS   the corpus parameters it reads (always doc_count and seed) and their defaults;
-  documents(options, rng)  yielding the documents.
+  documents(options, rng)  yielding the documents;
+  TEST_MODE_LAST (optional) True when Rally's --test-mode must index the last 1000 documents,
+                 not the first (source-filtering: its exports read the newest, written last).
 Generation writes, into the (writable) prepared track directory:
   documents.json      one JSON document per line, the file Rally bulk-indexes;
-  documents-1k.json   its first 1000 lines, which Rally's --test-mode looks for;
+  documents-1k.json   its first (or last) 1000 lines, which Rally's --test-mode looks for;
   corpus.json         the corpus definition track.json includes, with the exact
                       document-count and uncompressed-bytes Rally checks the file against.
 The same parameters and seed always give byte-identical files, so two experiments that differ
@@ -16,6 +18,7 @@ from there afterwards (a 500 MB corpus takes about a minute to generate).
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import importlib.util
 import itertools
@@ -97,16 +100,19 @@ def generate(track_dir: Path, name: str, track_params: dict[str, Any], cache: Pa
 
 def _generate(track_dir: Path, name: str, generator: ModuleType, options: dict[str, Any]) -> Corpus:
     rng = random.Random(int(options["seed"]))
+    last = getattr(generator, "TEST_MODE_LAST", False)
+    sample: collections.deque[bytes] = collections.deque(maxlen=TEST_MODE_COUNT)
     count = 0
     size = 0
-    with open(track_dir / DOCUMENTS, "wb") as out, open(track_dir / TEST_MODE_DOCUMENTS, "wb") as test_out:
+    with open(track_dir / DOCUMENTS, "wb") as out:
         for doc in itertools.islice(generator.documents(options, rng), int(options["doc_count"])):
             line = (json.dumps(doc, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
             out.write(line)
-            if count < TEST_MODE_COUNT:
-                test_out.write(line)
+            if last or count < TEST_MODE_COUNT:
+                sample.append(line)  # full, a deque drops its oldest line
             count += 1
             size += len(line)
+    (track_dir / TEST_MODE_DOCUMENTS).write_bytes(b"".join(sample))
     definition = {
         "name": name,
         "documents": [{"source-file": DOCUMENTS, "document-count": count, "uncompressed-bytes": size}],
