@@ -12,8 +12,8 @@ Generation writes, into the (writable) prepared track directory:
                       document-count and uncompressed-bytes Rally checks the file against.
 The same parameters and seed always give byte-identical files, so two experiments that differ
 only in index settings index exactly the same documents. That also lets local mode keep them:
-with a cache folder, a corpus is generated once per generator code and parameters, and copied
-from there afterwards (a 500 MB corpus takes about a minute to generate).
+with a cache folder, a corpus is generated once per generator code and parameters, into the
+cache, and linked from there (a 500 MB corpus takes about a minute to generate).
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ import importlib.util
 import itertools
 import json
 import random
-import shutil
 import tempfile
 import time
 from dataclasses import dataclass
@@ -84,27 +83,26 @@ def generate(track_dir: Path, name: str, track_params: dict[str, Any], cache: Pa
         json.dumps(options, sort_keys=True).encode()])).hexdigest()[:24]
     kept = Path(cache) / fingerprint
     if not (kept / CORPUS_DEFINITION).is_file():
-        generated = _generate(track_dir, name, generator, options)
         kept.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(dir=kept.parent, prefix=f".{fingerprint}-"))
-        for file in CORPUS_FILES:
-            shutil.copyfile(track_dir / file, staging / file)
+        _generate(staging, name, generator, options)
         staging.rename(kept)  # whole or not at all, should two runs generate it at once
-        return generated
+    # Linked, not copied: a copy of gigabytes is written back to the disk while the race that
+    # follows is measured (its reads and writes, device-wide, count in every task's I/O).
     for file in CORPUS_FILES:
-        shutil.copyfile(kept / file, track_dir / file)
+        (track_dir / file).symlink_to(kept / file)
     document = json.loads((kept / CORPUS_DEFINITION).read_text())["documents"][0]
     return Corpus(name=name, document_count=document["document-count"],
                   uncompressed_bytes=document["uncompressed-bytes"], options=options)
 
 
-def _generate(track_dir: Path, name: str, generator: ModuleType, options: dict[str, Any]) -> Corpus:
+def _generate(folder: Path, name: str, generator: ModuleType, options: dict[str, Any]) -> Corpus:
     rng = random.Random(int(options["seed"]))
     last = getattr(generator, "TEST_MODE_LAST", False)
     sample: collections.deque[bytes] = collections.deque(maxlen=TEST_MODE_COUNT)
     count = 0
     size = 0
-    with open(track_dir / DOCUMENTS, "wb") as out:
+    with open(folder / DOCUMENTS, "wb") as out:
         for doc in itertools.islice(generator.documents(options, rng), int(options["doc_count"])):
             line = (json.dumps(doc, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
             out.write(line)
@@ -112,12 +110,12 @@ def _generate(track_dir: Path, name: str, generator: ModuleType, options: dict[s
                 sample.append(line)  # full, a deque drops its oldest line
             count += 1
             size += len(line)
-    (track_dir / TEST_MODE_DOCUMENTS).write_bytes(b"".join(sample))
+    (folder / TEST_MODE_DOCUMENTS).write_bytes(b"".join(sample))
     definition = {
         "name": name,
         "documents": [{"source-file": DOCUMENTS, "document-count": count, "uncompressed-bytes": size}],
     }
-    (track_dir / CORPUS_DEFINITION).write_text(json.dumps(definition, indent=2))
+    (folder / CORPUS_DEFINITION).write_text(json.dumps(definition, indent=2))
     return Corpus(name=name, document_count=count, uncompressed_bytes=size, options=options)
 
 
