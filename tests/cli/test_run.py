@@ -109,8 +109,9 @@ def test_a_failed_race_exits_with_its_own_status_and_writes_the_failed_document(
         esbench, esrally, clusters, tmp_path, workload, code, reason, named):
     """The runner's failures through `esbench run` (race.EXIT_CODES maps the others the same way)."""
     document = {**EXPERIMENT, "spec": {**EXPERIMENT["spec"], "workload": {"testMode": True, **workload}}}
+    # A failed run keeps its work dir (Rally's logs): in tmp_path here, not in /tmp.
     run = esbench("run", str(_write(tmp_path, document)), "--es-url", clusters.get(LATEST).url,
-                  "--output", "out.json", env={"ESBENCH_ESRALLY": esrally})
+                  "--output", "out.json", "--work-dir", "work", env={"ESBENCH_ESRALLY": esrally})
     assert run.exit_code == code, run.stdout + run.stderr
     state = json.loads((tmp_path / "out.json").read_text())["status"]
     assert (state["phase"], state["reason"]) == ("Failed", reason) and named in state["message"]
@@ -120,7 +121,8 @@ def test_a_failed_race_exits_with_its_own_status_and_writes_the_failed_document(
 
 def test_esrally_that_cannot_start_fails_as_race_failed(esbench, clusters, tmp_path):
     run = esbench("run", str(_write(tmp_path, EXPERIMENT)), "--es-url", clusters.get(LATEST).url,
-                  "--output", "out.json", env={"ESBENCH_ESRALLY": str(tmp_path / "no-esrally")})
+                  "--output", "out.json", "--work-dir", "work",
+                  env={"ESBENCH_ESRALLY": str(tmp_path / "no-esrally")})
     assert run.exit_code == 13, run.stdout + run.stderr
     state = json.loads((tmp_path / "out.json").read_text())["status"]
     assert (state["phase"], state["reason"]) == ("Failed", "RaceFailed") and "cannot start esrally" in state["message"]
@@ -134,7 +136,7 @@ ENDLESS = _with("spec.index.settings", {"index.routing.allocation.require._name"
 def test_a_race_past_its_timeout_is_stopped_and_exits_as_race_timeout(esbench, esrally, clusters, tmp_path):
     document = {**ENDLESS, "spec": {**ENDLESS["spec"], "lifecycle": {"raceTimeoutSeconds": 30}}}
     run = esbench("run", str(_write(tmp_path, document)), "--es-url", clusters.get(LATEST).url,
-                  "--output", "out.json", env={"ESBENCH_ESRALLY": esrally})
+                  "--output", "out.json", "--work-dir", "work", env={"ESBENCH_ESRALLY": esrally})
     assert run.exit_code == 16, run.stdout + run.stderr
     state = json.loads((tmp_path / "out.json").read_text())["status"]
     assert (state["phase"], state["reason"]) == ("Failed", "RaceTimeout"), state
