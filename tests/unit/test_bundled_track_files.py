@@ -100,10 +100,10 @@ def test_a_cached_corpus_is_generated_once_per_generator_and_params(tmp_path):
     # Not a copy: one written while the race that follows is measured would count in its I/O.
     assert all((tmp_path / "first" / file).samefile(kept / file) for file in corpus.CORPUS_FILES)
     assert not list(cache.glob(".*")), "the staging folder was renamed into place"
-    # Marked in the cache: a corpus that comes out with the mark was copied, not generated again.
+    # Marked in the cache: a corpus that comes out with the mark was taken from it, not generated again.
     (kept / corpus.DOCUMENTS).write_bytes(documents + b"{}\n")
-    again, copied = prepared("again")
-    assert again == first and copied == documents + b"{}\n"
+    again, taken = prepared("again")
+    assert again == first and taken == documents + b"{}\n"
     other, different = prepared("other", seed=2)
     assert other.options["seed"] == 2 and different != documents and len(list(cache.iterdir())) == 2
 
