@@ -161,6 +161,19 @@ def test_show_prints_each_experiments_tasks_cluster_figures_and_index_layout(esb
     assert "2.6 GiB" in text, text
 
 
+def test_show_warns_of_a_task_whose_disk_took_writes_the_nodes_did_not_make(esbench, tmp_path):
+    document = fixed_rate_experiment()
+    clean, suspect = document["status"]["results"]["tasks"][1:3]
+    suspect["resources"].update(ioWriteBytes=1.5 * 2**30, indexOperations=0, mergedBytes=0, flushes=0)
+    path = tmp_path / "suspect.json"
+    path.write_text(json.dumps(document))
+    run = esbench("show", str(path))
+    assert run.exit_code == 0, run.stderr
+    text = " ".join(run.stdout.split())
+    assert f"warning: fixed-rate: task {suspect['task']}: the data path's disk took 1.50 GiB" in text, text
+    assert f"task {clean['task']}:" not in text
+
+
 def test_show_prints_latency_beside_service_time_each_tasks_node_cpu_contrasts_and_the_environment(esbench, tmp_path):
     contrast = {"name": "range-vs-terms", "baseline": "range-1900-1989", "variants": ["terms-1900-1989"]}
     document = fixed_rate_experiment({"contrasts": [contrast]})

@@ -253,6 +253,8 @@ def test_without_es_url_elasticsearch_is_downloaded_started_over_https_and_stopp
     assert probed and all(p["page_cache_bytes"] > 0 and p["major_page_faults"] >= 0 for p in probed), probed
     with_resources = [t.resources for t in results.tasks if t.resources]
     assert with_resources and all(r.major_page_faults >= 0 for r in with_resources), with_resources
+    # What the node wrote besides indexing (merges, flushes), which tells its own writes from others'.
+    assert all(r.merged_bytes >= 0 and r.flushes >= 0 for r in with_resources), with_resources
     assert all(r.page_cache_bytes > 0 for r in with_resources if r.page_cache_bytes is not None), with_resources
     # What of the node's index files the page cache holds, by Lucene extension (fincore): once the
     # index has segments, their stored fields (.fdt, or in a small segment's compound .cfs) are

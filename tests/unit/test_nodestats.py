@@ -146,6 +146,23 @@ def test_write_rejections_add_the_thread_pool_and_indexing_pressure_and_indexed_
     assert nodestats.task_resources(samples, taskwindows.TaskWindow("t", 0, 10), {"n1": 1}).write_rejections == 2
 
 
+def test_what_the_nodes_merged_and_flushed_is_counted_per_task():
+    """What the nodes themselves write besides indexing: a search task's disk writes are theirs
+    only if these grew (analysis/foreignwrites.py)."""
+    def with_merges(at, merged, flushes):
+        sample = timed(at, 0)
+        sample["nodes"]["n1"]["indices"] = {"merges": {"total_size_in_bytes": merged}, "flush": {"total": flushes}}
+        return sample
+
+    samples = [with_merges(0, 0, 3), with_merges(10, 5000, 4), with_merges(20, 5000, 4)]
+    merging = nodestats.task_resources(samples, taskwindows.TaskWindow("force-merge", 0, 10), {"n1": 1})
+    searching = nodestats.task_resources(samples, taskwindows.TaskWindow("search", 10, 20), {"n1": 1})
+    assert (merging.merged_bytes, merging.flushes) == (5000, 1)
+    assert (searching.merged_bytes, searching.flushes) == (0, 0)
+    assert {"indices.merges.total_size_in_bytes", "indices.flush.total"} <= {
+        path.removeprefix("nodes.*.") for path in nodestats.STATS_PATH.split("filter_path=")[1].split(",")}
+
+
 def test_a_probes_counters_reach_the_one_nodes_task_figures():
     """Local mode adds what Elasticsearch does not report (the node's memory cgroup and threads) to its answers."""
     samples = [nodestats.with_probe(timed(at, 0), {"major_page_faults": faults, "page_cache_bytes": cache,

@@ -1,6 +1,7 @@
 """The Kubernetes environment the operator adds to a race's results: a part it cannot read is said
 once, in a Warning on an Experiment that has results, and never costs the results; nor does a
-ConfigMap beside them (race.json, profiles) that cannot be created.
+ConfigMap beside them (race.json, profiles) that cannot be created. A task whose figures are
+suspect is a Warning too.
 
 The operator's API layer (Kube) is stood in for by `ApiServer`, which answers the few calls of the
 results step from memory, as Kube returns them; the same step runs on the real API server in the
@@ -64,10 +65,12 @@ class ApiServer:
         self.status.update(status)
 
 
-def finish_race(log: str, configmaps_exist: bool = False) -> tuple[ApiServer, list[tuple[str, str]]]:
+def finish_race(log: str, configmaps_exist: bool = False, messages: bool = False) -> tuple[ApiServer, list[tuple]]:
+    """The Events as (type, reason), or with messages (type, reason, message)."""
     api = ApiServer(log, configmaps_exist)
-    events: list[tuple[str, str]] = []
-    reconciler = Reconciler(api, Settings.from_env({}), lambda body, type_, reason, message: events.append((type_, reason)))
+    events: list[tuple] = []
+    reconciler = Reconciler(api, Settings.from_env({}), lambda body, type_, reason, message: events.append(
+        (type_, reason, message) if messages else (type_, reason)))
     ended = {"metadata": {"ownerReferences": [{"uid": UID}]}, "status": {"conditions": [{"type": "Complete", "status": "True"}]}}
     reconciler.reconcile(NAMESPACE, NAME, ended)
     reconciler.side_reads.shutdown(wait=True)  # a detached read would speak after the step ended
@@ -82,6 +85,19 @@ def test_an_unreadable_part_is_said_once_and_the_rest_is_recorded():
     assert kubernetes["serverVersion"] == "v1.32.4" and kubernetes["rally"]["nodeCpu"] == "2"
     assert "elasticsearch" not in kubernetes
     assert events.count(("Warning", "EnvironmentIncomplete")) == 1
+
+
+def test_a_task_whose_disk_took_writes_the_nodes_did_not_make_is_a_warning_event_naming_it():
+    """analysis/foreignwrites.py: kubectl describe shows it beside the results it casts doubt on."""
+    race_json = successful_race_json()
+    results = summarize(race_json)
+    first = results.tasks[0]
+    first.resources = models.TaskResources(seconds=60, nodes=1, io_write_bytes=2**30, index_operations=0,
+                                           merged_bytes=0, flushes=0)
+    api, events = finish_race(runner_log(RaceReport(succeeded=True, results=results, race_json=race_json)), messages=True)
+    assert api.status["phase"] == "Succeeded"
+    (suspect,) = [message for type_, reason, message in events if reason == "MeasurementSuspect" and type_ == "Warning"]
+    assert suspect.startswith(f"task {first.task}: the data path's disk took 1.00 GiB")
 
 
 @pytest.mark.parametrize("log", ["[ERROR] Cannot race. Traceback ...\n", ""])

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from esbench.analysis import foreignwrites
 from esbench.api import models
 
 # --- what is compared ----------------------------------------------------------------------
@@ -309,6 +310,11 @@ def environment_warnings(entries: list[Entry]) -> list[str]:
     return warnings
 
 
+def measurement_warnings(entries: list[Entry]) -> list[str]:
+    """What makes a race's own figures suspect (foreignwrites), each named by its Experiment."""
+    return [f"{entry.label}: {warning}" for entry in entries for warning in foreignwrites.warnings(entry.results)]
+
+
 @dataclass
 class Group:
     name: str  # a sweep's cell (c0, w0, ...) or g0 (the baseline), g1, ...
@@ -369,6 +375,7 @@ def compare(entries: list[Entry]) -> Comparison:
         described = ", ".join(f"{e.label}: {e.results.track}/{e.results.challenge}" for e in entries)
         warnings.append(f"the Experiments ran different workloads ({described}): compare with care")
     warnings += environment_warnings(entries)
+    warnings += measurement_warnings(entries)
 
     table: dict[tuple[Section, str, str], list[Measurement | None]] = {}
     order: list[tuple[Section, str, str]] = []

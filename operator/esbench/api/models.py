@@ -670,6 +670,10 @@ class TaskResources(Model):
     # Documents the nodes indexed (primaries and replicas): unlike Rally's bulk throughput, which
     # counts every document sent, rejected ones included.
     index_operations: float | None = None
+    # What else of the nodes' own work writes to their disks: the segments merges wrote (force
+    # merges included), and flushes (each commits the shards' segments and trims their translogs).
+    merged_bytes: float | None = None
+    flushes: float | None = None
     # process_cpu_ms less the idle window's rate over the task's seconds: the task's own CPU, not the
     # JVM's background (GC, scheduled tasks) nor esbench's own _nodes/stats sampling.
     process_cpu_ms_net: float | None = None

@@ -42,6 +42,7 @@ class Reason(StrEnum):
     RACE_JSON_NOT_STORED = "RaceJsonNotStored"
     PROFILES_NOT_STORED = "ProfilesNotStored"
     ENVIRONMENT_INCOMPLETE = "EnvironmentIncomplete"
+    MEASUREMENT_SUSPECT = "MeasurementSuspect"
     # The Recorded condition (a results store is configured)
     RECORD_PENDING = "RecordPending"
     RECORDED = "Recorded"
@@ -120,6 +121,9 @@ MEANINGS: dict[Reason, str] = {
     Reason.RACE_JSON_NOT_STORED: "Event: Rally's race.json could not be stored in its ConfigMap",
     Reason.PROFILES_NOT_STORED: "Event: the race's per-task profiles could not be stored in their ConfigMap",
     Reason.ENVIRONMENT_INCOMPLETE: "Event: part of status.results.environment.kubernetes could not be read",
+    Reason.MEASUREMENT_SUSPECT: "Warning Event: a task's figures include work the nodes did not do during it (its "
+                                "data path's disk took writes while the nodes neither indexed, merged nor flushed); "
+                                "the message names the task",
     Reason.RECORD_PENDING: "the Experiment succeeded and is about to be written to the results store "
                            "(resultsStore in the chart); ttlSecondsAfterFinished waits for it",
     Reason.RECORDED: "the results store holds the race (Rally's results documents and esbench's record); "

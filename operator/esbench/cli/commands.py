@@ -246,8 +246,7 @@ def compare_command(inputs: tuple[str, ...], namespace: str | None, context: str
         with open(output, "w") if output else contextlib.nullcontext(None) as file:
             console = Console(file=file, width=200) if file else rendering.console()
             console.print(rendering.comparison_table(comparison))
-            for warning in comparison.warnings:
-                console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
+            rendering.print_warnings(console, comparison.warnings)
         return
     text = {"markdown": compare.to_markdown, "csv": compare.to_csv, "json": compare.to_json}[format_](comparison)
     if output:
@@ -282,9 +281,11 @@ def _compare_repeated(entries: list[compare.Entry], primary: tuple[str, ...], fo
         rows = stats.compare_groups(groups, questions, paired)
     except compare.NotComparable as error:
         raise click.UsageError(str(error)) from error
+    warnings = compare.measurement_warnings(entries)
     if format_ == "json":
         text = json.dumps({"groups": {g.name: [e.label for e in g.entries] for g in groups},
-                           "corrections": stats.corrections(rows), "comparison": stats.to_wire(rows)}, indent=2)
+                           "corrections": stats.corrections(rows), "comparison": stats.to_wire(rows),
+                           "warnings": warnings}, indent=2)
         output.write_text(text + "\n") if output else sys.stdout.write(text + "\n")
         return
     with open(output, "w") if output else contextlib.nullcontext(None) as file:
@@ -293,6 +294,7 @@ def _compare_repeated(entries: list[compare.Entry], primary: tuple[str, ...], fo
             console.print(f"{group.name}: {', '.join(escape(e.label) for e in group.entries)}", highlight=False,
                           soft_wrap=True)
         console.print(rendering.comparison_statistics(groups[0].name, stats.corrections(rows), stats.to_wire(rows)))
+        rendering.print_warnings(console, warnings)
 
 
 # --- esbench show --------------------------------------------------------------------------
@@ -316,6 +318,7 @@ def show_command(inputs: tuple[str, ...], namespace: str | None, context: str | 
             console.print(rendering.statistics_table(title, "contrast", found["rows"], contender="task"))
         if entry.results.environment:
             console.print(f"environment: {escape(rendering.describe_environment(entry.results.environment))}", highlight=False)
+        rendering.print_warnings(console, compare.measurement_warnings([entry]))
 
 
 # --- esbench sweep -------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
-from esbench.analysis import compare, profiles, stats
+from esbench.analysis import compare, foreignwrites, profiles, stats
 from esbench.analysis.compare import Comparison, Section, format_value, unit_label
 from esbench.api import models
 
@@ -252,11 +252,17 @@ def print_document_summary(console: Console, document: dict[str, Any]) -> None:
             console.print(table)
     if results and results.environment:
         console.print(f"environment: {escape(describe_environment(results.environment))}", highlight=False, soft_wrap=True)
+    print_warnings(console, foreignwrites.warnings(results) if results else [])  # what makes its figures suspect
     colour = "green" if state["phase"] == models.Phase.SUCCEEDED.value else "red"
     console.print(f"[{colour}]{state['phase']}[/] ({escape(state['reason'])}): {escape(state['message'])}",
                   highlight=False, soft_wrap=True)
     if state.get("headline"):
         console.print(f"headline: [bold]{escape(state['headline'])}[/]", highlight=False)
+
+
+def print_warnings(console: Console, warnings: list[str]) -> None:
+    for warning in warnings:
+        console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
 
 
 def comparison_table(comparison: Comparison) -> Table:

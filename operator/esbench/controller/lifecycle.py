@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from esbench.analysis import contrasts
+from esbench.analysis import contrasts, foreignwrites
 from esbench.api.models import (
     KIND,
     TERMINAL_PHASES,
@@ -324,6 +324,8 @@ class Reconciler:
                 self.emit(body, "Warning", Reason.ENVIRONMENT_INCOMPLETE,
                           f"Part of the Kubernetes environment is not recorded: {error}")
             report.results.environment = environment
+            for warning in foreignwrites.warnings(report.results):
+                self.emit(body, "Warning", Reason.MEASUREMENT_SUSPECT, warning)
             extra["results"] = report.results.to_wire()
             extra["headline"] = status.headline(report.results)
             if experiment.spec.workload.contrasts:
