@@ -1,4 +1,5 @@
-"""End to end: an ExperimentSweep whose cells differ only in index settings shares one real cluster.
+"""End to end: an ExperimentSweep whose cells differ only in index settings shares one real cluster,
+and the index the first run builds, the next restores (workload.reuseIndex).
 
 Real: the API server, scheduler, controllers, kubelet, containerd, kube-proxy, DNS, the
 operator image installed by Helm, the ECK operator, the sweep's one Elasticsearch pod (HTTPS,
@@ -57,10 +58,14 @@ def sweeps(cluster, operator, restricted_namespace) -> Sweeps:
     return Sweeps(cluster, restricted_namespace, operator["namespace"])
 
 
-def test_sweep_over_codecs_runs_both_cells_one_after_another_on_one_shared_cluster_then_deletes_it(sweeps):
+def test_sweep_runs_its_cells_one_after_another_on_one_shared_cluster_the_second_restoring_the_firsts_index(sweeps):
+    """Cells that differ only in how the node reads the index (workload.reuseIndex restores it
+    with that store type): the first run builds it and keeps a snapshot in the shared cluster's
+    path.repo, which the runner finds there; the second restores it."""
     template = quickstart(sweeps.cluster, test_mode=True)["spec"]
+    template["workload"] = {**template["workload"], "track": "codec-search", "reuseIndex": True}
     sweeps.create_sweep(SWEEP, {"template": template, "repetitions": 1, "clusterReuse": True,
-                                "matrix": [{"field": "index.codec", "values": ["default", "best_compression"]}]})
+                                "matrix": [{"field": "index.settings", "values": [{}, {"index.store.type": "niofs"}]}]})
     done = wait_for(lambda: sweeps.finished(SWEEP), 2 * RACE_TIMEOUT, what=f"sweep {SWEEP} to finish",
                     interval=POLL_SECONDS, diagnose=sweeps.diagnose)
     status = done["status"]
@@ -79,21 +84,24 @@ def test_sweep_over_codecs_runs_both_cells_one_after_another_on_one_shared_clust
         assert run_status["phase"] == "Succeeded", run_status
         assert run["spec"]["target"] == {"elasticsearchRef": {"name": f"{SWEEP}-g0"}}
         assert run_status["clusterName"] == f"{SWEEP}-g0"
-        tasks = {task["task"]: task for task in run_status["results"]["tasks"]}
-        assert tasks["index-append"]["throughput"]["median"] > 0, tasks
-        assert tasks["index-append"]["errorRate"] == 0, tasks
-        assert run_status["results"]["cluster"]["storeSizeBytes"] > 0
-        # Each run starts with a fresh index: after the second race, the node holds test mode's
-        # corpus once, not the first run's documents as well.
+        # Each run searches a fresh copy: the node holds test mode's corpus once, not twice.
         (node,) = run_status["results"]["nodes"]
         assert TEST_MODE_COUNT <= node["docsCount"] < 2 * TEST_MODE_COUNT, node
-    assert runs[f"{SWEEP}-c1-r1"]["spec"]["index"]["codec"] == "best_compression"
+    built, restored = (runs[f"{SWEEP}-{cell}-r1"]["status"]["results"] for cell in ("c0", "c1"))
+    tasks = {task["task"]: task for task in built["tasks"]}
+    assert tasks["index-append"]["throughput"]["median"] > 0 and tasks["index-append"]["errorRate"] == 0, tasks
+    assert built["trackParams"]["index_snapshot"]["restore"] is False, built["trackParams"]
+    assert restored["trackParams"]["index_snapshot"] == {**built["trackParams"]["index_snapshot"], "restore": True,
+                                                         "index_settings": {"index.store.type": "niofs"}}
+    assert "index-append" not in {task["task"] for task in restored["tasks"]}
+    assert [i["segments"] for i in restored["indices"]] == [i["segments"] for i in built["indices"]]
+    assert runs[f"{SWEEP}-c1-r1"]["spec"]["index"]["settings"] == {"index.store.type": "niofs"}
     # One after another: the second race never overlapped the first on the shared cluster.
     first, second = runs[f"{SWEEP}-c0-r1"]["status"], runs[f"{SWEEP}-c1-r1"]["status"]
     assert second["startTime"] >= first["completionTime"], (first, second)
 
     row = next((r for r in status["comparison"]
-                if r["subject"] == "index-append" and r["metric"] == "throughput.median"), None)
+                if r["subject"] == "random-hits" and r["metric"] == "throughput.median"), None)
     assert row is not None, status["comparison"]
     assert [cell["cell"] for cell in row["cells"]] == ["c0", "c1"]
     # Where a run's time goes (Rally's task windows come from the node sampler in the Rally pod).

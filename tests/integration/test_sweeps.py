@@ -140,6 +140,22 @@ def test_profiled_cells_share_a_cluster_only_with_their_own_profile_whose_pods_r
     assert phase(driver.wait_done()) == "Succeeded"
 
 
+def test_a_shared_cluster_for_reused_indices_keeps_its_snapshots_where_its_runs_find_them(
+        apis, eck, standin_kubelet, namespace, operator, race_json):
+    """workload.reuseIndex: the runner finds the repository in the nodes' path.repo (tests/e2e restores from it)."""
+    create_sweep(apis, namespace, "reuse", matrix=CODECS, repetitions=1,
+                 template={**TEMPLATE, "workload": {"track": "codec-search", "reuseIndex": True}})
+    driver = Driver(apis, eck, standin_kubelet, namespace, race_json, "reuse")
+    first = driver.next_benchmarking()
+    [es] = eck.list(namespace)
+    [node_set] = es["spec"]["nodeSets"]
+    assert node_set["config"]["path.repo"] == ["/esbench/snapshots"]
+    assert {"name": "esbench-snapshots", "emptyDir": {}} in node_set["podTemplate"]["spec"]["volumes"]
+    driver.finish(first, 1000.0)
+    driver.finish(driver.next_benchmarking(), 1000.0)
+    assert phase(driver.wait_done()) == "Succeeded"
+
+
 def test_without_reuse_every_run_creates_its_own_cluster(apis, eck, standin_kubelet, namespace, operator, race_json):
     create_sweep(apis, namespace, "own", matrix=CODECS, repetitions=1, clusterReuse=False, parallelism=2)
     driver = Driver(apis, eck, standin_kubelet, namespace, race_json, "own")

@@ -187,12 +187,13 @@ def test_every_period_form_of_period_search_finds_the_same_people(clusters, race
 def test_best_compression_stores_the_same_corpus_in_less_space_and_a_reused_index_comes_back_as_built(clusters, race):
     """workload.reuseIndex: the first race of a spec builds its index, snapshots it and searches a
     restored copy; a later race of the same spec restores that copy and indexes nothing, and one
-    that only reads it through another store type restores the same copy into that store."""
+    that only reads it through another store type restores the same copy into that store. The
+    runner is not told where the snapshots go: it finds the node's path.repo, as on Kubernetes."""
     cluster = clusters.get(LATEST)
     store, layout, snapshots = {}, {}, {}
     for codec, settings in (("default", {}), ("best_compression", {}), ("default", {"index.store.type": "niofs"})):
         run = race(spec("codec-search", index={"codec": codec, "settings": settings}, trackParams={"doc_count": 1000},
-                        reuseIndex=True), cluster.url, snapshot_repository=cluster.snapshot_repository)
+                        reuseIndex=True), cluster.url)
         assert run.exit_code == 0, run.output
         assert count_documents(cluster, "codec-search") == 1000
         results = run.report.results
@@ -219,6 +220,8 @@ def test_best_compression_stores_the_same_corpus_in_less_space_and_a_reused_inde
     assert store["best_compression"] < 0.9 * store["default"], store
     held = cluster.client.get("_snapshot/esbench-index-reuse/_all")["snapshots"]
     assert sorted(s["snapshot"] for s in held) == sorted(s["snapshot"] for s in snapshots.values())
+    location = cluster.client.get("_snapshot/esbench-index-reuse")["esbench-index-reuse"]["settings"]["location"]
+    assert location == f"{cluster.snapshot_repository}/esbench-index-reuse"
 
 
 def test_an_export_of_the_newest_documents_reads_only_those_and_its_index_is_restored_in_the_next_race(clusters, race):

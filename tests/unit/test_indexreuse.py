@@ -1,5 +1,6 @@
-"""workload.reuseIndex's snapshot names: one per index, whatever drives the searches or reads the files.
-The snapshots themselves are taken and restored on real Elasticsearch in tests/runner/test_bundled_tracks."""
+"""workload.reuseIndex's snapshot names: one per index, whatever drives the searches or reads the files;
+and where a target keeps them. The snapshots themselves are taken and restored on real Elasticsearch in
+tests/runner/test_bundled_tracks (and on Kubernetes in tests/e2e/test_sweep_e2e)."""
 
 import re
 import shutil
@@ -85,3 +86,29 @@ def test_the_tracks_files_name_the_snapshot_but_its_readme_does_not(tmp_path):
     assert indexreuse.track_sha256("codec-search", tracks) == before
     (tracks / "index-reuse.j2").write_text((tracks / "index-reuse.j2").read_text() + "\n")
     assert indexreuse.track_sha256("codec-search", tracks) != before
+
+
+class Answers:
+    """A target that answers _nodes/settings as Elasticsearch does (path.repo: a list, or a string)."""
+
+    def __init__(self, *repos):
+        self.nodes = {f"n{i}": {"settings": {"path": {"repo": repo}}} if repo is not None else {}
+                      for i, repo in enumerate(repos)}
+
+    def get(self, path, timeout=10.0):
+        assert path.startswith("_nodes/settings")
+        return {"nodes": self.nodes} if self.nodes else {}
+
+
+@pytest.mark.parametrize(("repos", "location"), [
+    ((["/esbench/snapshots"],), "/esbench/snapshots/esbench-index-reuse"),
+    (("/mnt/shared/",), "/mnt/shared/esbench-index-reuse"),
+    ((["/mnt/shared"], ["/mnt/shared"]), "/mnt/shared/esbench-index-reuse"),
+    ((["/mnt/a"], ["/mnt/b"]), None),  # not one filesystem, as far as the runner can tell
+    ((["/mnt/a"], None), None),
+    ((["/mnt/a", "/mnt/b"],), None),  # which one is not for the runner to guess
+    ((None,), None),
+    ((), None),
+])
+def test_a_target_without_a_given_repository_offers_a_folder_of_the_path_repo_all_its_nodes_list(repos, location):
+    assert indexreuse.repository_location(Answers(*repos)) == location

@@ -103,6 +103,25 @@ def test_elasticsearch_topology_resources_heap_storage_config_and_image():
     assert readiness.expected_nodes(manifest) == 5
 
 
+def test_a_cluster_for_reused_indices_keeps_its_snapshots_on_a_volume_of_its_one_pod():
+    """workload.reuseIndex on a sweep's shared cluster: path.repo, which the runner finds."""
+    exp = experiment(elasticsearch={"version": "8.15.3", "storage": {"type": "EmptyDir"}})
+    [node_set] = manifests.cluster_manifest(exp, "shared", exp.spec.elasticsearch, snapshots=True)["spec"]["nodeSets"]
+    assert node_set["config"]["path.repo"] == [manifests.SNAPSHOTS_DIR]
+    pod = node_set["podTemplate"]["spec"]
+    assert pod["volumes"] == [{"name": "elasticsearch-data", "emptyDir": {}}, {"name": "esbench-snapshots", "emptyDir": {}}]
+    assert pod["containers"][0]["volumeMounts"] == [{"name": "esbench-snapshots", "mountPath": manifests.SNAPSHOTS_DIR}]
+    # Not without reuse; not on several nodes (a volume of one pod is no shared filesystem); and
+    # never over a path.repo of the spec's own.
+    for es, snapshots in (({"version": "8.15.3"}, False), ({"version": "8.15.3", "nodeCount": 3}, True),
+                          ({"version": "8.15.3", "config": {"path.repo": "/mnt/nfs"}}, True)):
+        exp = experiment(elasticsearch=es)
+        manifest = manifests.cluster_manifest(exp, "shared", exp.spec.elasticsearch, snapshots=snapshots)
+        for node_set in manifest["spec"]["nodeSets"]:
+            assert node_set["config"].get("path.repo") in (None, "/mnt/nfs"), es
+            assert "volumeMounts" not in node_set["podTemplate"]["spec"]["containers"][0], es
+
+
 @pytest.mark.parametrize("version", ["7.17.29", "8.7.1", "9.1.5"])
 def test_every_container_eck_makes_is_restricted_whatever_the_version(version):
     """ECK's own defaults meet Pod Security "restricted" only from 8.8; tests/integration/

@@ -411,8 +411,10 @@ class Workload(Model):
                     "version, track files and track params (workload.load and the track's search params aside): every race searches a restored "
                     "copy of the same segments, and only the first indexes and force-merges. index.store.type and "
                     "index.store.preload are applied as the copy is restored, not built into it. Needs a filesystem "
-                    "snapshot repository the nodes can write: local mode makes one (ESBENCH_SNAPSHOTS); elsewhere "
-                    "the race builds its index and says so.")
+                    "snapshot repository the nodes can write: local mode makes one (ESBENCH_SNAPSHOTS), a sweep's "
+                    "single-node shared cluster has one (clusterReuse: its runs restore what the first built), "
+                    "other clusters a folder of the path.repo their nodes share; without, the race builds its index "
+                    "and says so.")
     contrasts: list[Contrast] | None = Field(
         None, max_length=16,
         description="Tasks of this race that are variants of one question, each compared with a baseline task of "

@@ -64,6 +64,8 @@ RECORDINGS_PORT = 9443
 IMAGE_PROFILER_DIR = "/opt/async-profiler"  # in the esbench image (ESBENCH_ASYNC_PROFILER)
 PROFILER_DIR = "/esbench/profiler"
 RECORDINGS_DIR = "/esbench/recordings"
+# workload.reuseIndex on a sweep's shared cluster: its path.repo, a volume that lives as long as the pod.
+SNAPSHOTS_DIR = "/esbench/snapshots"
 ES_JVM_OPTIONS_DIR = "/usr/share/elasticsearch/config/jvm.options.d"  # read by the server JVM only, not by the CLI tools
 ES_HTTP_CERTS_VOLUME = "elastic-internal-http-certificates"  # ECK's, in every pod of a cluster with TLS
 # The esbench image's user and group (operator/Dockerfile, scripts/images/esbench.sh; the chart
@@ -195,8 +197,10 @@ def elasticsearch_manifest(experiment: Experiment, *, profiler_image: str | None
     return cluster_manifest(experiment, experiment.cluster, experiment.spec.elasticsearch, profiling)
 
 
-def cluster_manifest(owner: Owner, name: str, es: Elasticsearch, profiling: Profiling | None = None) -> dict[str, Any]:
-    """An ECK Elasticsearch resource as spec.elasticsearch describes it, owned by owner."""
+def cluster_manifest(owner: Owner, name: str, es: Elasticsearch, profiling: Profiling | None = None,
+                     snapshots: bool = False) -> dict[str, Any]:
+    """An ECK Elasticsearch resource as spec.elasticsearch describes it, owned by owner; with
+    SNAPSHOTS, a place for the snapshots of workload.reuseIndex (see _add_snapshots)."""
     node_sets = es.node_sets or []
     if not node_sets:
         node_sets_spec = [("default", es.node_count or 1, None)]
@@ -219,7 +223,21 @@ def cluster_manifest(owner: Owner, name: str, es: Elasticsearch, profiling: Prof
     if profiling:
         for node_set in manifest["spec"]["nodeSets"]:
             _add_profiler(node_set["podTemplate"]["spec"], profiling, name, es.tls)
+    if snapshots and es.nodes() == 1 and "path.repo" not in es.node_config():
+        _add_snapshots(manifest["spec"]["nodeSets"][0])
     return manifest
+
+
+def _add_snapshots(node_set: dict[str, Any]) -> None:
+    """A volume as path.repo, where the runner keeps the indices it builds for workload.reuseIndex
+    (runner/indexreuse.py finds it there) and later races of the cluster restore them. One node
+    only: a filesystem repository must be one filesystem that every node mounts, which a volume
+    of one pod is not."""
+    node_set["config"]["path.repo"] = [SNAPSHOTS_DIR]
+    pod_spec = node_set["podTemplate"]["spec"]
+    pod_spec.setdefault("volumes", []).append({"name": "esbench-snapshots", "emptyDir": {}})
+    pod_spec["containers"][0].setdefault("volumeMounts", []).append(
+        {"name": "esbench-snapshots", "mountPath": SNAPSHOTS_DIR})
 
 
 def _node_set(owner: Owner, es: Elasticsearch, name: str, count: int, roles: list[str] | None) -> dict[str, Any]:

@@ -145,7 +145,9 @@ class SweepReconciler:
             profile = run.cell.spec.get("profile")
             profiling = manifests.Profiling(Profile.model_validate(profile), self.settings.rally_image,
                                             self.settings.rally_image_pull_policy) if profile else None
-            self.kube.create_elasticsearch(manifests.cluster_manifest(sweep, cluster, es, profiling))
+            # Its runs share it: an index one of them builds, the others may restore.
+            snapshots = bool((run.cell.spec.get("workload") or {}).get("reuseIndex"))
+            self.kube.create_elasticsearch(manifests.cluster_manifest(sweep, cluster, es, profiling, snapshots))
         attempt = len(state.attempts) + 1
         manifest = manifests.sweep_run_manifest(
             sweep, run.cell.id, run.cell.label, run.cell.spec, run.repetition, attempt, cluster)

@@ -3,7 +3,8 @@
 The runner names the snapshot after everything that shapes the index and asks the target
 whether its repository holds it; the track takes or restores it (its `index_snapshot` param),
 and Elasticsearch writes the files, into a filesystem repository at a location of its nodes'
-path.repo. The runner never touches them, so the location may be a volume of remote nodes.
+path.repo: the one local mode gives, else a folder of the path.repo the nodes list. The runner
+never touches the files, so the location may be a volume of remote nodes.
 
 Settings that only decide how a node reads the files (READ_PATH_SETTINGS) are not part of the
 snapshot: the index is built without them and they are applied as it is restored, so that one
@@ -75,6 +76,22 @@ def name_snapshot(workload: models.Workload, params: dict[str, Any], version: st
     of params (in place) and names the snapshot after what remains."""
     read_path = take_read_path_settings(params)
     return snapshot_name(workload, params, version, track_sha256(workload.track, tracks_dir)), read_path
+
+
+def repository_location(target: Client) -> str | None:
+    """Where the target's nodes keep snapshots, when they say so alike: a folder of the one path.repo
+    every node lists (a cluster esbench made for a sweep has one, see controller/manifests.py; a
+    multi-node cluster needs it on a filesystem they share). None when they list none, or differ."""
+    answer = target.get("_nodes/settings?filter_path=nodes.*.settings.path.repo", timeout=60)
+    nodes = (answer or {}).get("nodes") or {}
+    roots = set()
+    for node in nodes.values():
+        repo = ((node.get("settings") or {}).get("path") or {}).get("repo")
+        roots.add(tuple([repo] if isinstance(repo, str) else repo or ()))
+    if len(roots) != 1 or len(root := roots.pop()) != 1:
+        return None
+    # A folder of its own: the root may hold the repositories of others.
+    return f"{root[0].rstrip('/')}/{REPOSITORY}"
 
 
 def holds(target: Client, location: str, snapshot: str) -> bool:

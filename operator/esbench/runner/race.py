@@ -113,7 +113,8 @@ class RaceSettings:
     node_probe: Callable[[], dict[str, Any]] | None = None
     profiler: Profiler | None = None  # what spec.profile needs: a node esbench can attach a profiler to
     # What workload.reuseIndex needs: the location of a filesystem snapshot repository, in the
-    # path.repo of the target's nodes (local mode: esbench.localnode.localcluster.snapshot_root).
+    # path.repo of the target's nodes (local mode: esbench.localnode.localcluster.snapshot_root);
+    # without one, the runner asks the nodes for their path.repo.
     snapshot_repository: str | None = None
 
 
@@ -366,20 +367,24 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
         (rally_home / ".rally").mkdir(exist_ok=True)
         (rally_home / ".rally" / "rally.ini").write_text(rally.rally_ini(spec.workload.repository.url))
     if spec.workload.reuse_index:
-        if settings.snapshot_repository is None:
-            print("esbench: workload.reuseIndex: no snapshot repository is known on this target (local mode makes "
-                  "one), so this race builds its index", file=out, flush=True)
+        try:
+            location = settings.snapshot_repository or indexreuse.repository_location(target)
+        except (OSError, ValueError) as e:
+            return failed(Reason.RACE_FAILED, redact(f"workload.reuseIndex: cannot read the nodes' path.repo: {e}"))
+        if location is None:
+            print("esbench: workload.reuseIndex: the target's nodes have no path.repo in common (local mode and "
+                  "a sweep's single-node cluster have one), so this race builds its index", file=out, flush=True)
         else:
             snapshot, read_path = indexreuse.name_snapshot(spec.workload, params, root["version"]["number"], TRACKS_DIR)
             try:
-                restore = indexreuse.holds(target, settings.snapshot_repository, snapshot)
+                restore = indexreuse.holds(target, location, snapshot)
             except (OSError, ValueError) as e:
                 return failed(Reason.RACE_FAILED, redact(
-                    f"workload.reuseIndex: cannot use the snapshot repository at {settings.snapshot_repository}: {e}"))
+                    f"workload.reuseIndex: cannot use the snapshot repository at {location}: {e}"))
             params[models.INDEX_SNAPSHOT_PARAM] = {
                 "repository": indexreuse.REPOSITORY, "snapshot": snapshot, "restore": restore, "index_settings": read_path}
             print(f"esbench: workload.reuseIndex: {'restoring' if restore else 'building the index, then taking'} "
-                  f"snapshot {snapshot}"
+                  f"snapshot {snapshot} (repository {location})"
                   + (f", restored with {json.dumps(read_path)}" if read_path else ""), file=out, flush=True)
 
     params_file = work_dir / "track-params.json"
