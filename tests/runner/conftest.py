@@ -29,7 +29,7 @@ def race(esrally, tmp_path):
 
     def run(spec: dict, target_url: str, *, ca_file: str | None = None, username: str | None = None,
             password: str | None = None, target_timeout: float = 30, extra_env: dict | None = None,
-            snapshot_repository: Path | None = None) -> RaceRun:
+            snapshot_repository: Path | None = None, unassigned_timeout: float | None = None) -> RaceRun:
         work_dir = tmp_path / f"work-{uuid.uuid4().hex[:8]}"
         env = {**os.environ, **(extra_env or {}), "ESBENCH_SPEC": json.dumps(spec), "ESBENCH_ESRALLY": esrally}
         env.pop("ES_USERNAME", None)
@@ -45,6 +45,8 @@ def race(esrally, tmp_path):
             command += ["--ca-file", ca_file]
         if snapshot_repository:
             command += ["--snapshot-repository", str(snapshot_repository)]
+        if unassigned_timeout is not None:
+            command += ["--unassigned-timeout", str(unassigned_timeout)]
         done = subprocess.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900)
         (tmp_path / f"{work_dir.name}.log").write_text(done.stdout)  # kept for post-mortems
         return RaceRun(done.returncode, done.stdout, decode_report(done.stdout), work_dir)

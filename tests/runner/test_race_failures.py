@@ -45,6 +45,17 @@ def test_a_rejected_query_with_on_error_continue_finishes_with_race_errors(clust
     assert run.report.race_json["results"]  # the race did finish: its results travel along
 
 
+def test_a_shard_elasticsearch_will_not_allocate_stops_the_race_with_its_reasons(clusters, race):
+    # The track waits for green, retrying until the race's timeout: the runner asks Elasticsearch why
+    # the primary stays unassigned and stops the race once the refusal has lasted.
+    filtered = {**spec(), "index": {"settings": {"index.routing.allocation.require._name": "no-such-node"}}}
+    run = race(filtered, clusters.get(LATEST).url, unassigned_timeout=5)
+    assert_failed(run, Reason.SHARDS_UNASSIGNED, "Elasticsearch refused for 5s to allocate shard [smoke][0] (primary)",
+                  'filter: node does not match index setting [index.routing.allocation.require] filters '
+                  '[_name:"no-such-node"]', "esrally was stopped")
+    assert rally_processes(run.work_dir / "rally") == []
+
+
 def test_an_unreachable_target_is_reported_without_starting_rally(race):
     run = race(spec(), f"http://127.0.0.1:{free_port()}", target_timeout=2)
     assert_failed(run, Reason.TARGET_UNREACHABLE, "did not answer")

@@ -36,6 +36,7 @@ class Reason(StrEnum):
     RACE_FAILED = "RaceFailed"
     RACE_ERRORS = "RaceErrors"
     RACE_TIMEOUT = "RaceTimeout"
+    SHARDS_UNASSIGNED = "ShardsUnassigned"
     # Events of an Experiment
     CLUSTER_DELETED = "ClusterDeleted"
     CLEANUP_FAILED = "CleanupFailed"
@@ -69,7 +70,7 @@ class Reason(StrEnum):
 
 # What a runner may report as the kind of a failed race (api/race_report.py).
 RACE_FAILURES = (Reason.INVALID_SPEC, Reason.TARGET_UNREACHABLE, Reason.TRACK_ERROR, Reason.RACE_FAILED,
-                 Reason.RACE_ERRORS, Reason.RACE_TIMEOUT)
+                 Reason.RACE_ERRORS, Reason.RACE_TIMEOUT, Reason.SHARDS_UNASSIGNED)
 
 MEANINGS: dict[Reason, str] = {
     Reason.WAITING_FOR_CLUSTER: "the Experiment waits for its cluster (ClusterReady and BenchmarkComplete while "
@@ -116,6 +117,9 @@ MEANINGS: dict[Reason, str] = {
                          "what survives (the node figures esbench sampled, Rally's race.json as stored at the start; "
                          "Rally computes per-task figures only when a race completes); or the Job's own, later "
                          "deadline passed",
+    Reason.SHARDS_UNASSIGNED: "Elasticsearch refused to allocate a shard the race needs (a primary; a replica while "
+                              "the track waits for green) for 60 s: the runner stopped esrally; the message holds "
+                              "Elasticsearch's reasons, node by node (a disk watermark, an allocation filter)",
     Reason.CLUSTER_DELETED: "Event: the Experiment's cluster was deleted after the race (lifecycle.cleanup)",
     Reason.CLEANUP_FAILED: "Event: deleting the cluster was refused; tried again later",
     Reason.RACE_JSON_NOT_STORED: "Event: Rally's race.json could not be stored in its ConfigMap",

@@ -101,7 +101,8 @@ def run_command(ctx: click.Context, file: str, es_url: str | None, ca_file: str 
 
     The file is checked as the API server checks it (the CRD's schema and CEL rules) before
     anything starts. Exit status: 0 success, 2 usage, 10 InvalidSpec, 11 TargetUnreachable,
-    12 TrackError, 13 RaceFailed, 14 RaceErrors, 15 ClusterNotReady, 16 RaceTimeout, 130 interrupted.
+    12 TrackError, 13 RaceFailed, 14 RaceErrors, 15 ClusterNotReady, 16 RaceTimeout, 17 ShardsUnassigned,
+    130 interrupted.
 
     A sweep makes its runs one at a time in the operator's plan, on one local node per group of
     runs that share a cluster, and writes each run as it ends; run again on the same --output it

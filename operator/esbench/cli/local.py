@@ -46,7 +46,7 @@ from esbench.runner.target import Target
 
 DEFAULT_HEAP = "1g"
 CLUSTER_NOT_READY = "ClusterNotReady"  # the operator's reason when the cluster never became ready
-# race.EXIT_CODES covers the race's outcomes (0, 10-14, 16); 15 and 130 are local mode's own.
+# race.EXIT_CODES covers the race's outcomes (0, 10-14, 16, 17); 15 and 130 are local mode's own.
 EXIT_INVALID_SPEC = race.EXIT_CODES[Reason.INVALID_SPEC]
 EXIT_CLUSTER_NOT_READY = 15
 EXIT_INTERRUPTED = 130

@@ -44,6 +44,9 @@ def main() -> None:
               show_default=True, help="Writable directory for Rally's home, the prepared track and the corpus.")
 @click.option("--target-timeout", type=float, default=300.0, show_default=True,
               help="Seconds to wait for the target to answer before reporting TargetUnreachable.")
+@click.option("--unassigned-timeout", type=float, default=race.allocation.STUCK_SECONDS, show_default=True,
+              help="Seconds a shard the race needs may stay unassigned, Elasticsearch refusing to allocate it, "
+                   "before the race is stopped (ShardsUnassigned).")
 @click.option("--snapshot-repository", default=None, metavar="LOCATION",
               help="For workload.reuseIndex: a folder in the path.repo of the target's nodes, where they keep "
                    "the snapshots of built indices.")
@@ -51,7 +54,7 @@ def main() -> None:
               help="For spec.profile, on nodes that record themselves (Kubernetes): each node's server of its "
                    "recordings (repeatable). The report then carries the per-task stacks.")
 def race_command(spec_file: Path | None, target_url: str, ca_file: str | None, race_id: str | None,
-         work_dir: Path, target_timeout: float, snapshot_repository: str | None,
+         work_dir: Path, target_timeout: float, unassigned_timeout: float, snapshot_repository: str | None,
          recordings_from: tuple[str, ...]) -> None:
     """Run one Rally race against TARGET and print the race report lines.
 
@@ -59,7 +62,7 @@ def race_command(spec_file: Path | None, target_url: str, ca_file: str | None, r
     holds the password (what the Rally Job sets), never from options, so that they stay off
     command lines; esrally from ESBENCH_ESRALLY (default: esrally on PATH).
     Exit status: 0 success, 10 InvalidSpec, 11 TargetUnreachable, 12 TrackError,
-    13 RaceFailed, 14 RaceErrors, 16 RaceTimeout.
+    13 RaceFailed, 14 RaceErrors, 16 RaceTimeout, 17 ShardsUnassigned.
     """
     username, password = credentials.from_env()
     text = spec_file.read_text() if spec_file else os.environ.get("ESBENCH_SPEC")
@@ -80,6 +83,7 @@ def race_command(spec_file: Path | None, target_url: str, ca_file: str | None, r
             password=password,
             esrally=os.environ.get("ESBENCH_ESRALLY", "esrally"),
             target_timeout=target_timeout,
+            unassigned_timeout=unassigned_timeout,
             snapshot_repository=snapshot_repository,
         )
         if spec.profile and recordings_from:

@@ -40,7 +40,7 @@ from esbench.analysis import profiles
 from esbench.api import models, validation
 from esbench.api.race_report import Failure, RaceReport, encode_report
 from esbench.api.reasons import Reason
-from esbench.runner import corpus, environment, indexreuse, layout, nodestats, rally, results, taskwindows
+from esbench.runner import allocation, corpus, environment, indexreuse, layout, nodestats, rally, results, taskwindows
 from esbench.runner.target import Target, Unreachable
 
 TRACKS_DIR = Path(__file__).parent / "tracks"
@@ -72,6 +72,7 @@ EXIT_CODES = {
     Reason.RACE_FAILED: 13,
     Reason.RACE_ERRORS: 14,
     Reason.RACE_TIMEOUT: 16,
+    Reason.SHARDS_UNASSIGNED: 17,
 }
 
 
@@ -116,6 +117,8 @@ class RaceSettings:
     # path.repo of the target's nodes (local mode: esbench.localnode.localcluster.snapshot_root);
     # without one, the runner asks the nodes for their path.repo.
     snapshot_repository: str | None = None
+    # Seconds a shard that Elasticsearch refuses to allocate may stay unassigned before the race is stopped.
+    unassigned_timeout: float = allocation.STUCK_SECONDS
 
 
 def exit_code(report: RaceReport) -> int:
@@ -224,12 +227,24 @@ def stop_leftover_actors(rally_home: Path, grace: float = 30.0) -> None:
         time.sleep(0.5)
 
 
+def wait_or_stop(process: subprocess.Popen[str], timeout: float, stop: threading.Event | None) -> int | None:
+    """process's exit status, or None once timeout has passed or stop is set."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return process.wait(timeout=min(1.0, max(0.0, deadline - time.monotonic())))
+        except subprocess.TimeoutExpired:
+            if time.monotonic() >= deadline or (stop is not None and stop.is_set()):
+                return None
+
+
 def run_esrally(
-    command: list[str], env: dict[str, str], timeout: float, out: IO[str], redact: Redactor, rally_home: Path
+    command: list[str], env: dict[str, str], timeout: float, out: IO[str], redact: Redactor, rally_home: Path,
+    stop: threading.Event | None = None,
 ) -> tuple[int | None, str]:
-    """Run esrally, streaming its output (redacted) to out; return (exit status or None on
-    timeout, the output's tail for failure classification). No Rally process of this race
-    is left running afterwards."""
+    """Run esrally, streaming its output (redacted) to out; return (exit status, or None once
+    timeout has passed or stop is set, the output's tail for failure classification). No Rally
+    process of this race is left running afterwards."""
     tail: collections.deque[str] = collections.deque(maxlen=400)
     process = subprocess.Popen(
         command,
@@ -253,22 +268,20 @@ def run_esrally(
     # only comes once every actor has gone, which must not be waited for without a bound.
     reader = threading.Thread(target=stream, name="esrally-output", daemon=True)
     reader.start()
-    status: int | None
     try:
-        status = process.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        status = None
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        status = wait_or_stop(process, timeout, stop)
+        if status is None:
+            os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
     except BaseException:  # interrupted (Ctrl-C or SIGTERM in the CLI): esrally must not race on alone
         os.killpg(process.pid, signal.SIGKILL)
         stop_leftover_actors(rally_home, grace=0.0)
         raise
-    # After a timeout the actors would carry on: end them at once; else give them time to exit.
+    # Once stopped the actors would carry on: end them at once; else give them time to exit.
     stop_leftover_actors(rally_home, grace=30.0 if status is not None else 0.0)
     reader.join(timeout=10)
     return status, "\n".join(tail)
@@ -426,15 +439,21 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
             wait_for_other_races(timeout=min(OTHER_RACES_TIMEOUT_SECONDS, remaining()), out=out)
             # Sampled from the idle lead until esrally exits, so that waiting does not dilute the figures.
             sampler = nodestats.Sampler(lambda: _node_stats(target, settings.node_probe), settings.sample_interval)
+            watch = allocation.Watch(lambda path: target.get(path, timeout=10),
+                                     lambda path, body: target.request("POST", path, body, timeout=10),
+                                     waits_for_green=params.get("cluster_health", "green") == "green",
+                                     stuck_seconds=settings.unassigned_timeout)
             started = time.monotonic()
             if settings.profiler:  # first, so that the idle window's rate holds the profiler's own cost
                 settings.profiler.start()
             sampler.start()
+            watch.start()
             try:
                 if not spec.workload.test_mode:
                     time.sleep(IDLE_LEAD_SECONDS)
-                status, output = run_esrally(command, env, remaining(), out, redact, rally_home)
+                status, output = run_esrally(command, env, remaining(), out, redact, rally_home, stop=watch.stop)
             finally:
+                watch.finish()
                 samples = sampler.stop()
                 if settings.profiler:
                     profile_problem = stop_profiler(settings.profiler, out)
@@ -445,6 +464,8 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
     except FileNotFoundError as e:
         return failed(Reason.RACE_FAILED, f"cannot start esrally: {e}")
     print(f"esbench: esrally exited with {status} after {time.monotonic() - started:.0f}s", file=out, flush=True)
+    if watch.problem:
+        print(f"esbench: {watch.problem}", file=out, flush=True)
     load_driver = environment.load_driver(cgroup_before, environment.read_cpu_cgroup())
     if load_driver.cpu_throttled_periods:
         print(f"esbench: the load driver's CPU limit ({load_driver.cpu_limit} CPUs) throttled it in "
@@ -486,11 +507,17 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
     )
     common = {"results": summary, "race_json": race_json}
 
+    if watch.stuck:
+        message = (f"Elasticsearch refused for {settings.unassigned_timeout:.0f}s to allocate {watch.stuck}; "
+                   f"the race could not go on: esrally was stopped")
+        return failed(Reason.SHARDS_UNASSIGNED, redact(message), **common)
     if status is None:
         timeout = spec.lifecycle.race_timeout_seconds
         message = (f"the race did not finish within lifecycle.raceTimeoutSeconds ({timeout}s): esrally was stopped "
                    f"after {rally_budget(timeout):.0f}s, to leave time for the report")
-        return failed(Reason.RACE_TIMEOUT, message, **common)
+        if watch.last:
+            message += f"; meanwhile Elasticsearch refused to allocate {watch.last}"
+        return failed(Reason.RACE_TIMEOUT, redact(message), **common)
     if status != 0:
         message = rally.rally_error(output) or f"esrally exited with status {status}"
         return failed(rally.failure_kind(output), redact(message), **common)
