@@ -10,6 +10,8 @@ CONTAINERD_SOCK=$RUN_DIR/containerd/containerd.sock
 CONTAINERD_ROOT=${ESBENCH_CACHE:-$HOME/.cache/esbench}/node-containerd
 CONTAINERD_CLEAN=$CONTAINERD_ROOT/clean
 NODE_NAME=esbench-node
+# The pods' volumes (storage.sh): a sparse file, so only what they write takes host disk.
+VOLUMES_SIZE=${ESBENCH_NODE_VOLUMES_SIZE:-32G}
 SERVICE_CIDR=10.96.0.0/12
 KUBERNETES_SERVICE_IP=10.96.0.1
 CLUSTER_DNS_IP=10.96.0.10

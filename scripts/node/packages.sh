@@ -2,11 +2,11 @@
 # Debian packages the offline single node needs on the host (scripts/node/up.sh):
 # containerd + runc (the container runtime the kubelet drives through CRI), the CNI plugins
 # (bridge, host-local, portmap, firewall), iptables + conntrack (kube-proxy's iptables mode),
-# and mmdebstrap (image root filesystems, scripts/images/).
+# mmdebstrap (image root filesystems, scripts/images/), and e2fsprogs (the pods' volumes, storage.sh).
 # Idempotent: returns at once when everything is installed.
 source "$(dirname "$0")/../lib.sh"
 packages=(containerd runc containernetworking-plugins iptables conntrack ethtool socat
-          mmdebstrap util-linux mount
+          mmdebstrap util-linux mount e2fsprogs
           # image builds: the pause binary and ES images' open-files shim (C), their ECK module (Java)
           gcc libc6-dev openjdk-17-jdk-headless)
 mapfile -t missing < <(missing_packages "${packages[@]}")

@@ -259,10 +259,7 @@ def test_three_profiled_nodes_serve_a_race_on_replicated_shards_store_its_profil
     body = quickstart(cluster, test_mode=True)
     body["metadata"]["name"] = "three-nodes"
     es = body["spec"]["elasticsearch"]
-    es.update(nodeCount=3, heap="384m", resources={"requests": {"cpu": "300m", "memory": "1Gi"}, "limits": {"memory": "1Gi"}},
-              # The replicas wait for green, which Elasticsearch's disk watermark (85 % of the host's
-              # disk, the three pods' shared local-path) withholds on a fuller disk: the local node's choice.
-              config={"cluster.routing.allocation.disk.threshold_enabled": "false"})
+    es.update(nodeCount=3, heap="384m", resources={"requests": {"cpu": "300m", "memory": "1Gi"}, "limits": {"memory": "1Gi"}})
     body["spec"]["index"] = {"shards": 3, "replicas": 1}
     body["spec"]["profile"] = {"event": "cpu"}
     experiments.create(body)

@@ -64,10 +64,6 @@ def test_sweep_runs_its_cells_one_after_another_on_one_shared_cluster_the_second
     path.repo, which the runner finds there; the second restores it."""
     template = quickstart(sweeps.cluster, test_mode=True)["spec"]
     template["workload"] = {**template["workload"], "track": "codec-search", "reuseIndex": True}
-    # A restored index's primary, unlike a new one's, waits for Elasticsearch's disk watermark (85 %
-    # of the host's disk, where the pod's volumes are) and a fuller disk leaves it unassigned: the
-    # local node's choice (localnode/localcluster.py).
-    template["elasticsearch"]["config"] = {"cluster.routing.allocation.disk.threshold_enabled": "false"}
     sweeps.create_sweep(SWEEP, {"template": template, "repetitions": 1, "clusterReuse": True,
                                 "matrix": [{"field": "index.settings", "values": [{}, {"index.store.type": "niofs"}]}]})
     done = wait_for(lambda: sweeps.finished(SWEEP), 2 * RACE_TIMEOUT, what=f"sweep {SWEEP} to finish",
