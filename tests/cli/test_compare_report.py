@@ -277,6 +277,36 @@ def test_paired_by_round_the_drift_of_a_sweeps_rounds_cancels_out(esbench, resul
     assert esbench("compare", *map(str, paths), "--paired").exit_code == 2  # --paired compares repetitions
 
 
+def test_within_a_spec_field_each_of_its_values_gets_a_baseline_of_its_own(esbench, result_files, tmp_path):
+    """As a sweep's compareWithin: the codec within each heap. With 2g every run indexes twice as
+    fast, so that against the first group alone 2g's runs would be +100 % or +60 %."""
+    paths = []
+    for heap, scale in (("1g", 1.0), ("2g", 2.0)):
+        (tmp_path / heap).mkdir()
+        task, made = _repeated_runs(result_files, tmp_path / heap)
+        for path in made:
+            run = json.loads(path.read_text())
+            run["spec"]["elasticsearch"]["heap"] = heap
+            run["status"]["results"]["tasks"][0]["throughput"]["median"] *= scale
+            path.write_text(json.dumps(run))
+        paths += made
+    question = f"{task['task']}:throughput.median"
+    shown = esbench("compare", *map(str, paths), "--repeated", "--primary", question, "--within",
+                    "elasticsearch.heap", "--format", "json")
+    assert shown.exit_code == 0, shown.stderr
+    row = next(r for r in json.loads(shown.stdout)["comparison"]
+               if r["subject"] == task["task"] and r["metric"] == "throughput.median")
+    contenders = {c["cell"]: c for c in row["cells"] if c["verdict"] != "Baseline"}
+    assert {cell: (c["against"], round(c["changePercent"])) for cell, c in contenders.items()} == {
+        "g1": ("g0", -20), "g3": ("g2", -20)}
+    table = esbench("compare", *map(str, paths), "--repeated", "--within", "elasticsearch.heap")
+    assert table.exit_code == 0 and "Comparison against g0, g2" in table.stdout and "g3 vs g2" in table.stdout
+    report = tmp_path / "report.md"
+    assert esbench("report", *map(str, paths), "--within", "elasticsearch.heap", "--markdown", str(report)).exit_code == 0
+    assert "first group with its elasticsearch.heap" in report.read_text() and "| g3 vs g2 |" in report.read_text()
+    assert esbench("compare", *map(str, paths), "--within", "elasticsearch.heap").exit_code == 2  # repetitions only
+
+
 def test_the_report_on_repeated_runs_opens_with_their_verdicts_and_charts_every_run(esbench, result_files, tmp_path):
     task, paths = _repeated_runs(result_files, tmp_path)
     out = tmp_path / "report.html"

@@ -106,7 +106,7 @@ def test_more_than_max_cells_is_invalid():
 
 
 def test_index_settings_path_sets_one_dotted_key():
-    assert grid.path("index.settings.index.translog.durability") == ["index", "settings", "index.translog.durability"]
+    assert models.field_path("index.settings.index.translog.durability") == ["index", "settings", "index.translog.durability"]
     cell = plan({"field": "index.settings.index.translog.durability", "values": ["async"]}).cells[0]
     assert cell.spec["index"]["settings"] == {"index.translog.durability": "async"}
 
@@ -187,6 +187,29 @@ def test_cells_come_back_with_crd_defaults():
 def test_baseline_is_chosen_by_values_and_defaults_to_the_first_cell():
     assert plan(CODECS, VERSIONS).baseline.id == "c0"
     assert plan(CODECS, VERSIONS, baseline={"index.codec": "best_compression"}).baseline.id == "c2"
+
+
+LIMITS = {"field": "elasticsearch.heap", "values": ["1g", "2g"]}
+
+
+def test_compare_within_gives_each_level_a_baseline_of_its_own():
+    # c0 1g/default, c1 1g/best_compression, c2 2g/default, c3 2g/best_compression
+    expected = {"c0": "c0", "c1": "c0", "c2": "c2", "c3": "c2"}
+    assert plan(LIMITS, CODECS, compareWithin=["elasticsearch.heap"]).baselines == expected
+    chosen = plan(LIMITS, CODECS, compareWithin=["elasticsearch.heap"], baseline={"index.codec": "best_compression"})
+    assert chosen.baselines == {"c0": "c1", "c1": "c1", "c2": "c3", "c3": "c3"} and chosen.baseline.id == "c1"
+    assert plan(LIMITS, CODECS).baselines == dict.fromkeys(expected, "c0")
+
+
+def test_compare_within_needs_the_baseline_at_every_level_and_not_named_in_it():
+    excluded = [{"elasticsearch.heap": "2g", "index.codec": "default"}]
+    with pytest.raises(grid.InvalidSweep, match=r'matches no cell with \{"elasticsearch.heap": "2g"\}'):
+        plan(LIMITS, CODECS, compareWithin=["elasticsearch.heap"], exclude=excluded)
+    with pytest.raises(grid.InvalidSweep, match="baseline names elasticsearch.heap, which compareWithin gives"):
+        plan(LIMITS, CODECS, compareWithin=["elasticsearch.heap"], baseline={"elasticsearch.heap": "1g"})
+    gate = {"task": "bulk", "metric": "throughput.median", "maxRegressionPercent": 5, "cells": ["c2", "c3"]}
+    with pytest.raises(grid.InvalidSweep, match="names the baseline c2"):
+        plan(LIMITS, CODECS, compareWithin=["elasticsearch.heap"], gates=[gate])
 
 
 def test_a_baseline_matching_no_cell_is_invalid():

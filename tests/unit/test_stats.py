@@ -14,7 +14,7 @@ import statistics
 import pytest
 from statsmodels.stats.multitest import multipletests
 
-from esbench.analysis import stats
+from esbench.analysis import compare, stats
 from esbench.analysis.compare import Section
 from esbench.analysis.stats import Verdict
 from esbench.api import models
@@ -291,6 +291,36 @@ def test_primary_questions_are_corrected_by_holm_and_the_rest_by_benjamini_hochb
                                        "exploratory": {"correction": "Benjamini-Hochberg", "comparisons": 3}}
 
 
+def test_each_contender_is_compared_with_its_own_baseline_and_all_are_corrected_together():
+    # Two levels (say two heap sizes), the codec compared within each: bc is 10 % slower than its
+    # level's default, and its level's default is twice the other's, so that a comparison across
+    # levels would find -45 % or +80 %.
+    small, large = SWEEP["default"], [run(2 * r.tasks[0].throughput.median, 10.0) for r in SWEEP["default"]]
+    samples = {"c0": small, "c1": [run(0.9 * r.tasks[0].throughput.median, 10.0) for r in small],
+               "c2": large, "c3": [run(0.9 * r.tasks[0].throughput.median, 10.0) for r in large]}
+    rows = stats.compare_cells(samples, {"c0": "c0", "c1": "c0", "c2": "c2", "c3": "c2"}, primary=PRIMARY)
+    throughput = rows[0]
+    found = cells(throughput)
+    assert (found["c0"].verdict, found["c2"].verdict) == (Verdict.BASELINE, Verdict.BASELINE)
+    assert found["c1"].change_percent == pytest.approx(-10.0) and found["c3"].change_percent == pytest.approx(-10.0)
+    assert (found["c1"].against, found["c3"].against) == ("c0", "c2")
+    assert stats.corrections(rows)["primary"] == {"correction": "Holm", "comparisons": 2}
+    wire = stats.to_wire([throughput])[0]
+    assert [(b["cell"], c["cell"]) for b, c in stats.contenders(wire)] == [("c0", "c1"), ("c2", "c3")]
+    assert [stats.contender_label(c, [wire]) for _, c in stats.contenders(wire)] == ["c1 vs c0", "c3 vs c2"]
+
+
+def test_groups_of_runs_get_a_baseline_per_level_of_a_spec_field():
+    def group(name: str, heap: str, codec: str) -> compare.Group:
+        spec = models.ExperimentSpec.model_validate({"elasticsearch": {"version": "8.7.1", "heap": heap},
+                                                     "index": {"codec": codec}, "workload": {"track": "smoke"}})
+        return compare.Group(name, [compare.Entry(name, models.Results(), spec=spec)])
+    groups = [group("g0", "1g", "default"), group("g1", "1g", "best_compression"),
+              group("g2", "2g", "best_compression"), group("g3", "2g", "default")]
+    assert stats.group_baselines(groups) == dict.fromkeys(["g0", "g1", "g2", "g3"], "g0")
+    assert stats.group_baselines(groups, ["elasticsearch.heap"]) == {"g0": "g0", "g1": "g0", "g2": "g2", "g3": "g2"}
+
+
 def test_an_unknown_baseline_is_an_error():
     with pytest.raises(ValueError, match="baseline"):
         stats.compare_cells(SWEEP, "nope")
@@ -310,7 +340,7 @@ def test_wire_form_is_compact_camel_case_json():
                         "cvPercent": 0.7906, "ciLow": 990.184, "ciHigh": 1009.82, "noisy": False, "verdict": "Baseline"}
     assert set(contender) == set(baseline) | {"changePercent", "changeLowPercent", "changeHighPercent",
                                               "rawChangeLowPercent", "rawChangeHighPercent", "pValue", "pAdjusted",
-                                              "detectablePercent", "widthPercent"}
+                                              "detectablePercent", "widthPercent", "against"}
     assert contender["verdict"] == "Worse"
     assert throughput["cells"][3]["verdict"] == "InsufficientData" and "pValue" not in throughput["cells"][3]
 

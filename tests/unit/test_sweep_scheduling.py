@@ -200,25 +200,25 @@ def test_the_fixture_rows_say_what_their_names_say():
 
 @pytest.mark.parametrize("rows, max_regression", [(ROWS_UNCHANGED, 0), (ROWS_20_PERCENT_WORSE, 25)])
 def test_a_gate_passes_when_complete_without_a_significant_regression_beyond_the_limit(rows, max_regression):
-    [verdict] = sweepstate.gate_results([gate(max_regression)], rows, "c0", complete=True)
+    [verdict] = sweepstate.gate_results([gate(max_regression)], rows, complete=True)
     assert verdict["result"] == "Passed"
 
 
 def test_a_gate_fails_on_a_significant_regression_beyond_the_limit_even_before_completion():
     for complete in (False, True):
-        [verdict] = sweepstate.gate_results([gate(10)], ROWS_20_PERCENT_WORSE, "c0", complete)
+        [verdict] = sweepstate.gate_results([gate(10)], ROWS_20_PERCENT_WORSE, complete)
         assert verdict["result"] == "Failed"
         assert verdict["message"].startswith("significant regression beyond 10.0%: c1 -20.0%")
 
 
 def test_a_gate_is_pending_while_the_sweep_runs():
-    [verdict] = sweepstate.gate_results([gate(5)], ROWS_UNCHANGED, "c0", complete=False)
+    [verdict] = sweepstate.gate_results([gate(5)], ROWS_UNCHANGED, complete=False)
     assert verdict["result"] == "Pending"
 
 
 def test_a_gate_fails_when_complete_without_data_for_its_task_or_cell():
     gates = [gate(5, task="search"), gate(5, cells=["c2"])]
-    [no_task, no_cell] = sweepstate.gate_results(gates, ROWS_UNCHANGED, "c0", complete=True)
+    [no_task, no_cell] = sweepstate.gate_results(gates, ROWS_UNCHANGED, complete=True)
     assert (no_task["result"], no_task["message"]) == ("Failed", "no comparison for any cell")
     assert (no_cell["result"], no_cell["message"]) == ("Failed", "no comparison for c2")
 
@@ -329,7 +329,7 @@ def test_a_gate_on_the_node_cpu_of_one_task_fails_when_that_task_costs_more_cpu(
     rows = stats.compare_cells({"c0": cpu_results(20, 21, 19, 20.5, 19.5), "c1": cpu_results(80, 81, 79, 80.5, 79.5)},
                                "c0", primary=[("range-1950s", "process_cpu.percent")])
     gate = models.Gate(task="range-1950s", metric="process_cpu.percent", max_regression_percent=50)
-    [verdict] = sweepstate.gate_results([gate], rows, "c0", complete=True)
+    [verdict] = sweepstate.gate_results([gate], rows, complete=True)
     assert verdict["result"] == "Failed" and "c1 +300.2% (interval +281.3% to +320.1%" in verdict["message"]
 
 
@@ -381,6 +381,18 @@ def test_further_rounds_go_on_for_the_cells_whose_primary_interval_is_too_wide_u
                                       rounds.stopped)
     assert report.complete and report.fields["progress"]["summary"] == "10/10"
     assert [c.get("stopped", "") != "" for c in report.fields["cells"]] == [False, True, True]
+
+
+def test_with_compare_within_further_rounds_run_the_wide_cells_and_their_own_baselines_only():
+    heaps = {"field": "elasticsearch.heap", "values": ["1g", "2g"]}
+    spec, p = adaptive_plan(heaps, CODECS, compareWithin=["elasticsearch.heap"])
+    runs, rounds = play(spec, p, {"c0": QUIET, "c1": [900, 903, 899, 901], "c2": QUIET, "c3": LOUD})
+    made = [(r["metadata"]["labels"]["esbench.io/cell"], int(r["metadata"]["labels"]["esbench.io/repetition"]))
+            for r in runs]
+    assert made[8:] == [("c2", 3), ("c3", 3), ("c2", 4), ("c3", 4)]
+    report = sweepstate.status_report(rounds.plan, sweepstate.progress(rounds.plan, runs, 1), {}, {}, spec, [], None,
+                                      rounds.stopped)
+    assert [c.get("baseline", False) for c in report.fields["cells"]] == [True, False, True, False]
 
 
 def test_rounds_stop_on_the_intervals_width_never_on_the_effect():

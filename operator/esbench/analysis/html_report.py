@@ -13,7 +13,7 @@ import base64
 import html
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
@@ -80,6 +80,7 @@ class Report:
     verdicts: list[dict[str, Any]] = field(default_factory=list)  # repeated runs: their groups' comparison
     corrections: dict[str, Any] = field(default_factory=dict)
     paired: bool = False  # repeated runs compared round by round
+    within: list[str] = field(default_factory=list)  # spec fields each of whose values has a baseline of its own
     profiles: list[ProfiledTask] = field(default_factory=list)
     contrasts: list[tuple[str, list[dict[str, Any]]]] = field(default_factory=list)  # title, rows
     # The history page of each configuration these runs belong to: (what it covers, its file's path)
@@ -170,18 +171,18 @@ def _charted_rows(rows: list[dict[str, Any]], limit: int = CHARTED_ROWS) -> list
 
 
 def build(entries: list[Entry], title: str | None = None, now: datetime | None = None,
-          primary: Iterable[tuple[str, str]] = (), paired: bool = False) -> Report:
+          primary: Iterable[tuple[str, str]] = (), paired: bool = False, within: Sequence[str] = ()) -> Report:
     moment = (now or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC")
     title = title or ("esbench report: " + ", ".join(e.label for e in entries))
     groups = _groups(entries)
-    within = _within_race(groups)
+    in_race = _within_race(groups)
     # Repeated runs: two groups or more, one of them repeated. Else single runs, compared as differences.
     if len(groups) < 2 or all(len(g.entries) == 1 for g in groups):
         return Report(title=title, generated=moment, entries=entries,
                       configurations=[configuration(e) for e in entries],
                       comparison=compare.compare(entries), charts=_render(charts.all_charts(entries)),
-                      profiles=profiled_tasks(entries), contrasts=within)
-    rows = stats.compare_groups(groups, primary, paired)
+                      profiles=profiled_tasks(entries), contrasts=in_race)
+    rows = stats.compare_groups(groups, primary, paired, within)
     verdicts = stats.to_wire(rows)
     configurations = []
     for group in groups:
@@ -193,8 +194,8 @@ def build(entries: list[Entry], title: str | None = None, now: datetime | None =
     drawn = charts.repeated_runs(groups, _charted_rows(verdicts))
     return Report(title=title, generated=moment, entries=entries, configurations=configurations,
                   comparison=compare.compare(entries), charts=_render([drawn] if drawn else []),
-                  verdicts=verdicts, corrections=stats.corrections(rows), paired=paired,
-                  profiles=profiled_tasks(entries), contrasts=within)
+                  verdicts=verdicts, corrections=stats.corrections(rows), paired=paired, within=list(within),
+                  profiles=profiled_tasks(entries), contrasts=in_race)
 
 
 
@@ -263,8 +264,8 @@ def _results_html(comparison: Comparison) -> str:
 VERDICT_COLUMNS = ["task", "metric", "group", "baseline", "contender", "unit", "change [interval]", "p raw/adj.",
                    "verdict"]
 CONTRAST_COLUMNS = ["contrast", "metric", "task", *VERDICT_COLUMNS[3:]]  # a contrast's rows: its tasks are the groups
-VERDICT_LEGEND = ("Each group is a sweep's cell or the runs of one spec; the first is the baseline. baseline, "
-                  "contender: medians of the runs. change: the ratio on the runs' logarithms (of geometric means), "
+VERDICT_LEGEND = ("Each group is a sweep's cell or the runs of one spec; the first is the baseline (or the first of "
+                  "each level, as the method says). baseline, contender: medians of the runs. change: the ratio on the runs' logarithms (of geometric means), "
                   "where a run has 0 the difference of means in % of the baseline's; [interval] at the level "
                   "corrected for the number of comparisons. * primary question.")
 
@@ -273,6 +274,8 @@ def _method_text(report: Report) -> str:
     """How the groups were compared: the pairing, then the corrections."""
     pairing = ("Each run compared with the baseline's run of the same round (paired t)." if report.paired else
                "The runs compared as independent samples.")
+    if report.within:
+        pairing = f"Each group against the first group with its {' and '.join(report.within)}. " + pairing
     families = [f"{family}: {c['correction']} over {c['comparisons']}" for family, c in report.corrections.items()
                 if c.get("comparisons")]
     return pairing + (" Corrected for many comparisons (" + "; ".join(families) + ")." if families else "")
@@ -282,11 +285,10 @@ def _verdict_lines(rows: list[dict[str, Any]]) -> list[list[str]]:
     """One line per (row, contender) in VERDICT_COLUMNS: the primary questions first."""
     lines = []
     for row in sorted(rows, key=lambda r: r.get("family") != "primary"):
-        baseline = next((c for c in row["cells"] if c["verdict"] == "Baseline"), None)
-        for found in (c for c in row["cells"] if c["verdict"] != "Baseline"):
+        for baseline, found in stats.contenders(row):
             verdict = found["verdict"] + (f" (~{found['runsNeeded']} runs)" if found.get("runsNeeded") else "")
             lines.append([row["subject"], row["metric"] + (" *" if row.get("family") == "primary" else ""),
-                          found["cell"], compare.format_value(baseline["median"], None) if baseline else "–",
+                          stats.contender_label(found, rows), compare.format_value(baseline["median"], None) if baseline else "–",
                           compare.format_value(found["median"], None), compare.unit_label(row.get("unit")),
                           stats.change_text(found), stats.p_values_text(found), verdict])
     return lines

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import json
 import math
 import statistics
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -293,6 +294,7 @@ class CellStats:
     # A primary comparison's interval width at alpha / (the family's size): what further rounds
     # narrow, independent of the effect (a width at the Holm level would follow the p-value).
     width_percent: float | None = None
+    against: str | None = None  # a contender's baseline cell
 
 
 @dataclass(frozen=True)
@@ -357,24 +359,39 @@ def _settle(cell: CellStats, pending: _Pending, p_adjusted: float, direction: Di
                    detectable_percent=detectable)
 
 
+def group_baselines(groups: Sequence[compare.Group], within: Sequence[str] = ()) -> dict[str, str]:
+    """Each group's baseline: the first group; with `within` (a sweep's compareWithin), the first
+    group with the same values of these spec fields."""
+    first: dict[str, str] = {}
+    result = {}
+    for group in groups:
+        spec = group.entries[0].spec
+        level = json.dumps([models.field_value(spec.to_wire(), field) if spec else None for field in within],
+                           sort_keys=True)
+        result[group.name] = first.setdefault(level, group.name)
+    return result
+
+
 def compare_groups(groups: Sequence[compare.Group], primary: Iterable[tuple[str, str]] = (),
-                   paired: bool = False) -> list[Row]:
-    """Each group of repeated runs (a sweep's cell, or the runs of one spec) against the first, as
-    the sweep compares its cells. Paired: each run against the first group's run of the same
-    round (a sweep's runs carry it), as a sweep with statistics.paired does."""
+                   paired: bool = False, within: Sequence[str] = ()) -> list[Row]:
+    """Each group of repeated runs (a sweep's cell, or the runs of one spec) against the first (or
+    the first of its level, group_baselines), as the sweep compares its cells. Paired: each run
+    against its baseline's run of the same round (a sweep's runs carry it), as a sweep with
+    statistics.paired does."""
     samples = {group.name: [entry.results for entry in group.entries] for group in groups}
+    baselines = group_baselines(groups, within)
     if not paired:
-        return compare_cells(samples, groups[0].name, primary=primary)
+        return compare_cells(samples, baselines, primary=primary)
     unpaired = [entry.label for group in groups for entry in group.entries if entry.repetition is None]
     if unpaired:
         raise compare.NotComparable(f"pairing by round needs a sweep's runs; these have no round: {', '.join(unpaired)}")
     rounds = {group.name: [entry.repetition or 0 for entry in group.entries] for group in groups}
-    return compare_cells(samples, groups[0].name, models.Statistics(paired=True), primary=primary, rounds=rounds)
+    return compare_cells(samples, baselines, models.Statistics(paired=True), primary=primary, rounds=rounds)
 
 
 def compare_cells(
     samples: Mapping[str, Sequence[models.Results]],
-    baseline: str,
+    baseline: str | Mapping[str, str],
     statistics_: models.Statistics | None = None,
     primary: Iterable[tuple[str, str]] = (),
     rounds: Mapping[str, Sequence[int]] | None = None,
@@ -385,7 +402,10 @@ def compare_cells(
     `metrics` when given, so that they alone are the comparisons corrected together.
 
     `samples` maps each cell (baseline included, in cell order) to the Results of its
-    successful runs. Cells still without values for a metric are left out of its row, so
+    successful runs; `baseline` names the cell every other is compared with, or maps each cell
+    to its own (a sweep's compareWithin: a baseline per level, itself among them). The
+    contenders of every baseline are corrected together. Cells still without values for a
+    metric are left out of its row, so
     partial results of a running sweep show what is there. `primary` names the (task, metric)
     pairs of the sweep's primary questions; every other row is exploratory. With
     statistics.paired, `rounds` gives each sample's round (in the samples' order), and a
@@ -393,8 +413,10 @@ def compare_cells(
     """
     statistics_ = statistics_ or models.Statistics()
     _check_confidence(statistics_.confidence)
-    if baseline not in samples:
-        raise ValueError(f"baseline cell {baseline!r} is not among the cells {sorted(samples)}")
+    baseline_of = {cell: baseline for cell in samples} if isinstance(baseline, str) else dict(baseline)
+    for against in {baseline_of[cell] for cell in samples}:
+        if against not in samples:
+            raise ValueError(f"baseline cell {against!r} is not among the cells {sorted(samples)}")
     primary = set(primary)
     threshold = statistics_.noise_threshold_percent
     pairing = statistics_.paired and rounds is not None
@@ -427,23 +449,24 @@ def compare_cells(
     for key in order:
         by_cell = values[key]
         family = Family.PRIMARY if (key[1], key[2]) in primary else Family.EXPLORATORY
-        baseline_values = by_cell.get(baseline)
-        baseline_summary = summarize(baseline_values, statistics_.confidence) if baseline_values else None
         cells = []
         for cell in samples:
             if cell not in by_cell:
                 continue
             summary = summarize(by_cell[cell], statistics_.confidence)
-            noisy = _is_noisy(summary, threshold) or _is_noisy(baseline_summary, threshold)
-            if cell == baseline:
+            against = baseline_of[cell]
+            if cell == against:
                 cells.append(CellStats(cell, summary, None, _is_noisy(summary, threshold), Verdict.BASELINE))
                 continue
+            baseline_values = by_cell.get(against)
+            baseline_summary = summarize(baseline_values, statistics_.confidence) if baseline_values else None
+            noisy = _is_noisy(summary, threshold) or _is_noisy(baseline_summary, threshold)
             change = None
             if baseline_values:
                 on = scale(baseline_values, by_cell[cell])
                 b, c = on.values(baseline_values), on.values(by_cell[cell])
                 if pairing:
-                    by_round = dict(zip(round_of[key][baseline], b, strict=True))
+                    by_round = dict(zip(round_of[key][against], b, strict=True))
                     pairs = [(by_round[r], v) for r, v in zip(round_of[key][cell], c, strict=True) if r in by_round]
                     b, c = [x for x, _ in pairs], [y for _, y in pairs]
                 if len(b) > 1 and len(c) > 1:
@@ -455,7 +478,7 @@ def compare_cells(
                     change = _percent(on, statistics.fmean(c) - statistics.fmean(b))
                 # Else paired, and no round has the figure in both cells (e.g. a figure only some races
                 # report): no change to state.
-            cells.append(CellStats(cell, summary, change, noisy, Verdict.INSUFFICIENT_DATA))
+            cells.append(CellStats(cell, summary, change, noisy, Verdict.INSUFFICIENT_DATA, against=against))
         rows.append(Row(key[0], key[1], first[key].metric, units.get(key), cells, family))
 
     for family, comparisons in pending.items():
@@ -518,12 +541,28 @@ def to_wire(rows: Sequence[Row]) -> list[dict[str, Any]]:
                     "widthPercent": _round(c.width_percent, 4),
                     "noisy": c.noisy,
                     "verdict": c.verdict.value,
+                    "against": c.against,
                 })
                 for c in row.cells
             ],
         })
         for row in rows
     ]
+
+
+def contenders(row: dict[str, Any]) -> list[tuple[dict[str, Any] | None, dict[str, Any]]]:
+    """A to_wire row's contenders, each with its baseline's cell (None: the baseline has no value
+    here). With compareWithin each has its own (`against`); a status from before names none."""
+    baselines = {c["cell"]: c for c in row["cells"] if c["verdict"] == Verdict.BASELINE.value}
+    first = next(iter(baselines.values()), None)
+    return [(baselines.get(c["against"]) if "against" in c else first, c)
+            for c in row["cells"] if c["verdict"] != Verdict.BASELINE.value]
+
+
+def contender_label(found: dict[str, Any], rows: Sequence[dict[str, Any]]) -> str:
+    """A contender's cell, and its baseline's where the rows have several (compareWithin)."""
+    several = len({c["cell"] for row in rows for c in row["cells"] if c["verdict"] == Verdict.BASELINE.value}) > 1
+    return f"{found['cell']} vs {found['against']}" if several and "against" in found else found["cell"]
 
 
 def change_text(found: dict[str, Any]) -> str:

@@ -976,6 +976,24 @@ _SPEC_FIELD = rf"'^({'|'.join(SPEC_SECTIONS)})\\.[A-Za-z0-9_.-]+$'"
 _TEMPLATE_ONLY_MESSAGE = (f"{', '.join(TEMPLATE_ONLY_FIELDS[:-1])} and {TEMPLATE_ONLY_FIELDS[-1]} cannot vary between "
                           "cells: set them in the template, where admission checks them against the sweep's creator")
 _SECTIONS_MESSAGE = f"a field of the Experiment spec under {', '.join(SPEC_SECTIONS[:-1])} or {SPEC_SECTIONS[-1]}"
+# Maps whose keys are free (and may contain dots): the rest of a field's name is one key.
+_MAP_FIELDS = ("index.settings", "elasticsearch.config", "workload.trackParams")
+
+
+def field_path(field: str) -> list[str]:
+    """The keys of a sweep's field name: index.settings.index.translog.durability is 3 keys, not 5."""
+    for map_field in _MAP_FIELDS:
+        if field.startswith(map_field + "."):
+            return [*map_field.split("."), field[len(map_field) + 1:]]
+    return field.split(".")
+
+
+def field_value(spec: dict[str, Any], field: str) -> Any:
+    """The value of a sweep's field in an Experiment spec (its wire form), or None."""
+    node: Any = spec
+    for key in field_path(field):
+        node = node.get(key) if isinstance(node, dict) else None
+    return node
 
 
 _MATRIX_FIELD = f"!{_cel_list(TEMPLATE_ONLY_FIELDS)}.exists(g, self == g || self.startsWith(g + '.'))"
@@ -1082,6 +1100,13 @@ class SweepSpec(Model):
          "statistics.paired compares the runs of one round: it needs order Interleaved or Shuffled and test WelchT"),
         ("!has(self.perRound) || !has(self.matrix) || !self.perRound.exists(r, self.matrix.exists(a, a.field == r.field))",
          "a field is either a matrix axis (compared) or perRound (varied, not compared), not both"),
+        ("!has(self.compareWithin) || self.compareWithin.all(f, has(self.matrix) && "
+         "self.matrix.exists(a, a.field == f))",
+         "compareWithin names matrix fields: the levels each of which gets a baseline of its own"),
+        ("!has(self.compareWithin) || !has(self.matrix) || "
+         "self.matrix.exists(a, !self.compareWithin.exists(f, f == a.field))",
+         "compareWithin must leave a matrix field to compare: within every level of all the matrix's fields, "
+         "a cell has nothing to be compared with"),
         ("!has(self.maxRepetitions) || has(self.gates) || (has(self.statistics) && has(self.statistics.primary))",
          "maxRepetitions needs a primary question (statistics.primary or gates): further rounds go on until its "
          "intervals are narrow enough"),
@@ -1109,6 +1134,12 @@ class SweepSpec(Model):
         description="Cells to leave out, each selected by {field: value} (every given field must match).")
     baseline: dict[str, Any] | None = Field(
         None, description="The baseline cell as {field: value}; defaults to the first cell.")
+    compare_within: list[Annotated[str, Field(max_length=256)]] | None = Field(
+        None, max_length=7, json_schema_extra={"x-kubernetes-list-type": "set"},
+        description="Matrix fields each of whose values has a baseline of its own: a cell is compared with the cell "
+                    "that has the baseline's values and the cell's own values of these fields (index.codec within "
+                    "each elasticsearch.resources, say, not across them). The comparisons of every level are "
+                    "corrected together.")
     repetitions: int = Field(
         3, ge=1, le=50,
         description="Runs per cell. One run per configuration is noise; 5 or more make the tests meaningful.")
@@ -1214,7 +1245,9 @@ class SweepStatus(Model):
     observed_generation: Int64 | None = None
     start_time: Timestamp | None = None
     completion_time: Timestamp | None = None
-    baseline: str | None = None
+    baseline: str | None = Field(
+        None, description="The baseline cell (with compareWithin, the first level's: cells marks every level's, and "
+                          "each comparison names its own in against).")
     clusters: list[str] | None = None
     progress: SweepProgress | None = None
     cells: Records | None = Field(None, description="Each cell, its values, its shared cluster and its runs by state.")
@@ -1224,8 +1257,8 @@ class SweepStatus(Model):
                           "run is deleted).")
     comparison: Records | None = Field(
         None, description="Per task and metric (primary or exploratory), each cell's n, median, mean, stdDev, "
-                          "cvPercent and confidence interval of the mean; for a contender its change vs the baseline "
-                          "with its interval (adjusted and raw), raw and adjusted p-values, verdict (Better, Worse, "
+                          "cvPercent and confidence interval of the mean; for a contender its change vs its baseline "
+                          "(against) with its interval (adjusted and raw), raw and adjusted p-values, verdict (Better, Worse, "
                           "Equivalent, Inconclusive with runsNeeded, InsufficientData), the smallest effect it could "
                           "detect (detectablePercent) and the noisy flag.")
     timing: RunTiming | None = Field(None, description="Where a run's time goes, as medians over the runs.")

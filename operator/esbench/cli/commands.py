@@ -208,6 +208,10 @@ _paired = click.option(
     "--paired", is_flag=True,
     help="For a sweep's repeated runs: compare each run with the baseline's run of the same round (a paired t "
          "interval), as a sweep with statistics.paired does.")
+_within = click.option(
+    "--within", "within", multiple=True, metavar="FIELD",
+    help="For repeated runs: each value of this spec field (e.g. elasticsearch.resources) has a baseline of its own, "
+         "the first group with it, as a sweep's compareWithin does (repeatable).")
 
 
 @click.command("compare")
@@ -223,8 +227,10 @@ _paired = click.option(
 @click.option("--primary", "primary", multiple=True, metavar="TASK:METRIC",
               help="With --repeated: a primary question (corrected by Holm; the rest by Benjamini-Hochberg).")
 @_paired
+@_within
 def compare_command(inputs: tuple[str, ...], namespace: str | None, context: str | None, format_: str,
-                    output: Path | None, repeated: bool, primary: tuple[str, ...], paired: bool) -> None:
+                    output: Path | None, repeated: bool, primary: tuple[str, ...], paired: bool,
+                    within: tuple[str, ...]) -> None:
     """Compare Experiments: the first is the baseline, every other one a contender.
 
     EXPERIMENT is a result file (`esbench run --output`, `kubectl get esx NAME -o json|yaml`, a
@@ -237,10 +243,10 @@ def compare_command(inputs: tuple[str, ...], namespace: str | None, context: str
     entries = _load(inputs, namespace, context)
     if len(entries) < 2:
         raise click.UsageError("compare needs at least two Experiments (a baseline and a contender)")
-    if paired and not repeated:
-        raise click.UsageError("--paired compares repetitions: give --repeated too")
+    if (paired or within) and not repeated:
+        raise click.UsageError("--paired and --within compare repetitions: give --repeated too")
     if repeated:
-        _compare_repeated(entries, primary, format_, output, paired)
+        _compare_repeated(entries, primary, format_, output, paired, within)
         return
     comparison = compare.compare(entries)
     if format_ == "table":
@@ -268,7 +274,7 @@ def _questions(primary: tuple[str, ...]) -> list[tuple[str, str]]:
 
 
 def _compare_repeated(entries: list[compare.Entry], primary: tuple[str, ...], format_: str,
-                      output: Path | None, paired: bool) -> None:
+                      output: Path | None, paired: bool, within: tuple[str, ...]) -> None:
     if format_ not in ("table", "json"):
         raise click.UsageError("--repeated prints a table or JSON")
     questions = _questions(primary)
@@ -279,7 +285,7 @@ def _compare_repeated(entries: list[compare.Entry], primary: tuple[str, ...], fo
     if len(groups) < 2:
         raise click.UsageError("--repeated needs runs of at least two specs: every run given has the same spec")
     try:
-        rows = stats.compare_groups(groups, questions, paired)
+        rows = stats.compare_groups(groups, questions, paired, within)
     except compare.NotComparable as error:
         raise click.UsageError(str(error)) from error
     warnings = compare.measurement_warnings(entries)
@@ -294,7 +300,8 @@ def _compare_repeated(entries: list[compare.Entry], primary: tuple[str, ...], fo
         for group in groups:
             console.print(f"{group.name}: {', '.join(escape(e.label) for e in group.entries)}", highlight=False,
                           soft_wrap=True)
-        console.print(rendering.comparison_statistics(groups[0].name, stats.corrections(rows), stats.to_wire(rows)))
+        baselines = ", ".join(dict.fromkeys(stats.group_baselines(groups, within).values()))
+        console.print(rendering.comparison_statistics(baselines, stats.corrections(rows), stats.to_wire(rows)))
         rendering.print_warnings(console, warnings)
 
 
@@ -363,8 +370,10 @@ def sweep_command(sweep: str, namespace: str | None, context: str | None, format
 @click.option("--primary", "primary", multiple=True, metavar="TASK:METRIC",
               help="For repeated runs: a primary question (corrected by Holm; the rest by Benjamini-Hochberg).")
 @_paired
+@_within
 def report_command(inputs: tuple[str, ...], namespace: str | None, context: str | None, html_path: Path | None,
-                   markdown_path: Path | None, title: str | None, primary: tuple[str, ...], paired: bool) -> None:
+                   markdown_path: Path | None, title: str | None, primary: tuple[str, ...], paired: bool,
+                   within: tuple[str, ...]) -> None:
     """A report on one or more Experiments: configurations, results, charts.
 
     EXPERIMENT as for `esbench compare`; the first is the baseline of the results table. When
@@ -379,7 +388,7 @@ def report_command(inputs: tuple[str, ...], namespace: str | None, context: str 
 
     entries = _load(inputs, namespace, context)
     try:
-        report = html_report.build(entries, title=title, primary=_questions(primary), paired=paired)
+        report = html_report.build(entries, title=title, primary=_questions(primary), paired=paired, within=within)
     except compare.NotComparable as error:
         raise click.UsageError(str(error)) from error
     if html_path:

@@ -332,7 +332,8 @@ def sweep_tables(document: dict[str, Any]) -> list[Table]:
         cells.add_row(name, escape(cell["label"]), *[str(cell.get(k, 0)) for k in ("succeeded", "failed", "running",
                                                                                   "pending")], cell.get("cluster", "–"),
                       *([escape(cell.get("stopped", ""))] * stops))
-    tables = [cells, comparison_statistics(state.get("baseline", "?"), state.get("corrections") or {},
+    baselines = [cell["id"] for cell in state.get("cells", []) if cell.get("baseline")] or [state.get("baseline", "?")]
+    tables = [cells, comparison_statistics(", ".join(baselines), state.get("corrections") or {},
                                            state.get("comparison", []))]
     for contrast in state.get("contrasts", []):
         title = (f"{contrast['cell']}: contrast {contrast['name']}, against task {contrast['baseline']} over the "
@@ -373,17 +374,16 @@ def statistics_table(title: str, subject: str, rows: list[dict[str, Any]], conte
         justify = "right" if column in ("baseline", "contender", "change [interval]", "p raw/adj.") else "left"
         table.add_column(column, justify=justify, overflow="fold", no_wrap=column in ("change [interval]", "p raw/adj."))
     for row in sorted(rows, key=lambda r: r.get("family") != "primary"):
-        baseline = next((c for c in row["cells"] if c["verdict"] == "Baseline"), None)
-        contenders = [c for c in row["cells"] if c["verdict"] != "Baseline"]
+        contenders = stats.contenders(row)
         label = row["metric"] + (" *" if row.get("family") == "primary" else "")
-        for position, found in enumerate(contenders):
+        for position, (baseline, found) in enumerate(contenders):
             p_values = stats.p_values_text(found)
             verdict = Text(found["verdict"], style=VERDICT_STYLES.get(found["verdict"], "dim"))
             if found.get("runsNeeded"):
                 verdict.append(f" ~{found['runsNeeded']} runs", style="dim")
             if found.get("noisy"):
                 verdict.append(" noisy", style="yellow")
-            cell = [found["cell"]] if named else []
+            cell = [stats.contender_label(found, rows)] if named else []
             table.add_row(row["subject"] if position == 0 else "", label if position == 0 else "", *cell,
                           _median(baseline), _median(found), unit_label(row.get("unit")), stats.change_text(found),
                           p_values, verdict, end_section=position == len(contenders) - 1)

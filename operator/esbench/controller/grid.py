@@ -18,8 +18,6 @@ from typing import Any
 from esbench.api import models, validation
 from esbench.controller import names
 
-# Maps whose keys are free (and may contain dots): the rest of the path is one key.
-_MAP_FIELDS = ("index.settings", "elasticsearch.config", "workload.trackParams")
 MAX_CELLS = 200  # child names carry the cell id (c0..c199) within the name length limit
 # Combinations of the matrix before exclude, counted before expanding. (CEL cannot count them at
 # admission: it does not see the untyped matrix values.)
@@ -54,24 +52,24 @@ class Run:
 @dataclass(frozen=True)
 class Plan:
     cells: list[Cell]  # the compared cells (warm-up runs have cells of their own: w0, w1, ...)
-    baseline: Cell
+    baselines: dict[str, str]  # each cell's id: the id of the cell it is compared with (a baseline: its own)
     runs: list[Run]  # in the order they are started, warm-up runs first
 
     def cell(self, cell_id: str) -> Cell:
         return next(cell for cell in self.cells if cell.id == cell_id)
 
+    @property
+    def baseline(self) -> Cell:
+        """The first cell's baseline (with compareWithin, one of several)."""
+        return self.cell(self.baselines[self.cells[0].id])
 
-def path(field: str) -> list[str]:
-    """The keys of a field name: index.settings.index.translog.durability is 3 keys, not 5."""
-    for map_field in _MAP_FIELDS:
-        if field.startswith(map_field + "."):
-            return [*map_field.split("."), field[len(map_field) + 1:]]
-    return field.split(".")
+    def is_baseline(self, cell_id: str) -> bool:
+        return self.baselines[cell_id] == cell_id
 
 
 def with_value(spec: dict[str, Any], field: str, value: Any) -> dict[str, Any]:
     result = copy.deepcopy(spec)
-    *parents, last = path(field)
+    *parents, last = models.field_path(field)
     node = result
     for key in parents:
         child = node.get(key)
@@ -109,7 +107,8 @@ def _check_field(field: str) -> None:
     if any(field == guarded or field.startswith(f"{guarded}.") for guarded in models.TEMPLATE_ONLY_FIELDS):
         raise InvalidSweep(f"field {field!r} cannot vary between cells: set it in the template, where admission "
                            "checks it against the sweep's creator")
-    if path(field)[0] not in models.SPEC_SECTIONS or len(path(field)) < 2 or "" in path(field):
+    keys = models.field_path(field)
+    if keys[0] not in models.SPEC_SECTIONS or len(keys) < 2 or "" in keys:
         raise InvalidSweep(f"field {field!r} is not a field of the Experiment spec "
                            f"(it must start with one of {', '.join(models.SPEC_SECTIONS)} and name a field inside it)")
 
@@ -192,23 +191,38 @@ def run_order(cell_list: list[Cell], repetitions: int, order: models.RunOrder, s
     return runs
 
 
+def baselines(cell_list: list[Cell], spec: models.SweepSpec) -> dict[str, str]:
+    """Each cell's baseline: the first cell matching spec.baseline (default: the first cell's values)
+    among the cells with its own values of the compareWithin fields."""
+    within = spec.compare_within or []
+    named = set(spec.baseline or {}) & set(within)
+    if named:  # the fields are typed in the CRD, the baseline's keys are not: checked here
+        raise InvalidSweep(f"baseline names {', '.join(sorted(named))}, which compareWithin gives a baseline per value")
+    selector = spec.baseline or {f: v for f, v in cell_list[0].values.items() if f not in within}
+    result = {}
+    for cell in cell_list:
+        level = {field: cell.values[field] for field in within if field in cell.values}  # include may lack one
+        chosen = next((c for c in cell_list if _matches(c.values, {**selector, **level})), None)
+        if chosen is None:
+            where = f" with {json.dumps(level)}" if within else ""
+            raise InvalidSweep(f"baseline {json.dumps(selector)} matches no cell{where}")
+        result[cell.id] = chosen.id
+    return result
+
+
 def plan(spec: models.SweepSpec, name: str, namespace: str) -> Plan:
     cell_list = cells(spec, name, namespace)
-    baseline = cell_list[0]
-    if spec.baseline:
-        chosen = [cell for cell in cell_list if _matches(cell.values, spec.baseline)]
-        if not chosen:
-            raise InvalidSweep(f"baseline {json.dumps(spec.baseline)} matches no cell")
-        baseline = chosen[0]
+    baseline_of = baselines(cell_list, spec)
     for gate in spec.gates or []:
         unknown = set(gate.cells or []) - {cell.id for cell in cell_list}
         if unknown:
             raise InvalidSweep(f"gate on {gate.task} {gate.metric} names unknown cells {sorted(unknown)}")
-        if baseline.id in (gate.cells or []):
-            raise InvalidSweep(f"gate on {gate.task} {gate.metric} names the baseline {baseline.id}: "
+        gated_baselines = sorted(c for c in gate.cells or [] if baseline_of[c] == c)
+        if gated_baselines:
+            raise InvalidSweep(f"gate on {gate.task} {gate.metric} names the baseline {', '.join(gated_baselines)}: "
                                "gates compare the other cells against it")
     runs = run_order(cell_list, spec.repetitions, spec.order, spec.seed)
-    return Plan(cell_list, baseline, warmup_runs(runs, spec) + runs)
+    return Plan(cell_list, baseline_of, warmup_runs(runs, spec) + runs)
 
 
 def warmup_runs(runs: list[Run], spec: models.SweepSpec) -> list[Run]:

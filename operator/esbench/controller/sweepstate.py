@@ -6,6 +6,7 @@ cluster.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import statistics
 from collections import defaultdict
@@ -142,7 +143,7 @@ def with_rounds(plan: grid.Plan, spec: SweepSpec, runs: list[dict[str, Any]],
     if not spec.max_repetitions:
         return Rounds(plan, {})
     compared = {cell.id for cell in plan.cells}
-    contenders = [cell for cell in plan.cells if cell.id != plan.baseline.id]
+    contenders = [cell for cell in plan.cells if not plan.is_baseline(cell.id)]
     still = [cell.id for cell in contenders]
     stopped: dict[str, str] = {}
     target = spec.target_width_percent
@@ -167,10 +168,11 @@ def with_rounds(plan: grid.Plan, spec: SweepSpec, runs: list[dict[str, Any]],
         if not still:
             return Rounds(plan, stopped)
         last += 1
-        cells = [plan.baseline, *(cell for cell in contenders if cell.id in still)]
+        wanted = {plan.baselines[cell] for cell in still}
+        cells = [*(cell for cell in plan.cells if cell.id in wanted), *(cell for cell in contenders if cell.id in still)]
         if spec.order == RunOrder.SHUFFLED:
             random.Random(spec.seed * 1000 + last).shuffle(cells)
-        plan = grid.Plan(plan.cells, plan.baseline, [*plan.runs, *(grid.Run(cell, last) for cell in cells)])
+        plan = dataclasses.replace(plan, runs=[*plan.runs, *(grid.Run(cell, last) for cell in cells)])
 
 
 def primary_widths(plan: grid.Plan, states: list[Progress], spec: SweepSpec) -> dict[str, float | None]:
@@ -179,10 +181,10 @@ def primary_widths(plan: grid.Plan, states: list[Progress], spec: SweepSpec) -> 
     tasks = {task for task, _ in primary}
     by_cell = {cell: [r.model_copy(update={"tasks": [t for t in r.tasks if t.task in tasks]}) for r in runs]
                for cell, runs in samples(plan, states).items()}
-    if not by_cell[plan.baseline.id]:
+    if not any(by_cell[baseline] for baseline in set(plan.baselines.values())):
         return {}
     widths: dict[str, float | None] = {}
-    for row in stats.compare_cells(by_cell, plan.baseline.id, spec.statistics, primary, rounds(plan, states)):
+    for row in stats.compare_cells(by_cell, plan.baselines, spec.statistics, primary, rounds(plan, states)):
         if row.family != stats.Family.PRIMARY:
             continue
         for cell in row.cells:
@@ -237,14 +239,14 @@ def runs_to_start(plan: grid.Plan, states: dict[tuple[str, int], Progress], run_
     return starting
 
 
-def gate_results(gates: list[Gate], rows: list[stats.Row], baseline: str, complete: bool) -> list[dict[str, Any]]:
+def gate_results(gates: list[Gate], rows: list[stats.Row], complete: bool) -> list[dict[str, Any]]:
     """Each gate: Failed when a contender is significantly worse than allowed; Pending until complete."""
     results = []
     for gate in gates:
         row = next((r for r in rows if r.subject == gate.task and r.metric.key == gate.metric), None)
         verdict = {"task": gate.task, "metric": gate.metric, "maxRegressionPercent": gate.max_regression_percent}
         cells = {c.cell: c for c in row.cells} if row else {}
-        contenders = gate.cells or [cell for cell in cells if cell != baseline]
+        contenders = gate.cells or [cell for cell, found in cells.items() if found.verdict != stats.Verdict.BASELINE]
         regressions, missing, inconclusive = [], [], []
         for cell in contenders:
             found = cells.get(cell)
@@ -321,7 +323,7 @@ def comparison(plan: grid.Plan, states: list[Progress], spec: SweepSpec) -> list
     by_cell = samples(plan, states)
     if not any(by_cell.values()):
         return []
-    return stats.compare_cells(by_cell, plan.baseline.id, spec.statistics, spec.primary_questions(),
+    return stats.compare_cells(by_cell, plan.baselines, spec.statistics, spec.primary_questions(),
                                rounds(plan, states))
 
 
@@ -368,7 +370,7 @@ def status_report(plan: grid.Plan, states: list[Progress], run_groups: dict[str,
     if contrast_rows:
         fields["contrasts"] = contrast_rows
     conditions = []
-    gates = gate_results(spec.gates or [], rows, plan.baseline.id, complete)
+    gates = gate_results(spec.gates or [], rows, complete)
     if gates:
         fields["gates"] = gates
         failed_gates = [g for g in gates if g["result"] == "Failed"]
@@ -412,7 +414,7 @@ def _cells(plan: grid.Plan, states: list[Progress], run_groups: dict[str, list[g
         mine = [s for s in states if s.run.cell.id == cell.id]
         entry = {"id": cell.id, "label": cell.label, "values": cell.values, **{
             k: v for k, v in _counts(mine).items() if k != "retries"}}
-        if cell.id == plan.baseline.id:
+        if plan.is_baseline(cell.id):
             entry["baseline"] = True
         if cell.id in cluster_of:
             entry["cluster"] = cluster_of[cell.id]
