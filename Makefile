@@ -64,7 +64,8 @@ demo-local:
 	ESBENCH_ESRALLY=$(CURDIR)/.venv-rally/bin/esrally $(VENV)/bin/esbench run examples/quickstart.yaml
 
 # The seed studies at full size, on this machine (root, and nothing else running): their
-# figures go to examples/studies/*/results/. STUDIES="001-range-queries-cpu" for one.
+# figures go to examples/studies/*/results/. STUDIES="001-range-queries-cpu" for one study's verdict,
+# STUDIES="002-best-compression-io/sweep-map.yaml" for a sweep that runs only when named.
 studies:
 	bash scripts/system-packages.sh
 	bash scripts/python-env.sh $(VENV)

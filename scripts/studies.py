@@ -4,9 +4,12 @@ sweep as `esbench run` leaves it (sweep.json with its status: comparison, contra
 each run's Experiment with its status) and report.md (`esbench report` of the runs: the verdicts
 with their intervals, every run charted).
 
-    .venv/bin/python scripts/studies.py [STUDY ...]      # e.g. 001-range-queries-cpu
+    .venv/bin/python scripts/studies.py [STUDY | STUDY/FILE ...]    # e.g. 001-range-queries-cpu
 
-Run again, a sweep goes on where it stopped. A sweep that one offline node cannot run (more than
+A study runs its verdict and the builds it restores; a sweep beyond it (a map, a re-test), marked
+`esbench.io/studies: on-request` in its metadata, runs when named as STUDY/FILE, after the
+builds whose snapshots it restores: each study's verdict fits its time (002 two hours, the others one), its
+further sweeps add theirs (its README's "Run it"). Run again, a sweep goes on where it stopped. A sweep that one offline node cannot run (more than
 one node, or a track that needs what Maven Central's integ-test-zip lacks) is left out with its
 reason: it runs on Kubernetes (`kubectl apply -f`).
 
@@ -26,12 +29,16 @@ import yaml
 
 from esbench.api import models
 from esbench.cli import localsweep
+from esbench.controller import grid
+from esbench.runner import indexreuse, race, rally
 
 REPO = Path(__file__).resolve().parents[1]
 STUDIES = REPO / "examples" / "studies"
 ESBENCH = REPO / ".venv" / "bin" / "esbench"
 # Bundled tracks that need modules the integ-test-zip has not (its note lists them).
 NEEDS_FULL_DISTRIBUTION = {"esql-stored-fields": "ES|QL"}
+# The annotation of a sweep that runs only when named, and its value.
+ON_REQUEST = ("esbench.io/studies", "on-request")
 # A sweep's verdicts are results, not failures of this script.
 FINISHED = {0, localsweep.EXIT_GATE_FAILED, localsweep.EXIT_RUNS_FAILED}
 
@@ -70,6 +77,7 @@ def run_sweep(folder: Path, path: Path) -> None:
     # The report compares as the sweep does: its primary questions, its pairing by round.
     method = [f"--primary={task}:{metric}" for task, metric in spec.primary_questions()]
     method += ["--paired"] if spec.statistics.paired else []
+    method += [f"--within={field}" for field in spec.compare_within or []]
     # From the results folder: the report names the runs by their files there, not by this machine's path.
     esbench("report", path.stem, "--markdown", f"{path.stem}/report.md", "--title", f"{folder.name}: {path.name}",
             *method, cwd=results)
@@ -86,11 +94,45 @@ def sweeps(folder: Path) -> list[Path]:
     return [*builds(folder), *sorted(folder.glob("sweep*.yaml")), *sorted(folder.glob("curve-*.yaml"))]
 
 
+def snapshot_names(sweep: Path) -> set[str]:
+    """The workload.reuseIndex snapshots the sweep's cells restore (or build), as the runner names them."""
+    document = yaml.safe_load(sweep.read_text())
+    spec = models.SweepSpec.model_validate(document["spec"])
+    result = set()
+    for cell in grid.cells(spec, document["metadata"]["name"], "default"):
+        experiment = models.ExperimentSpec.model_validate(cell.spec)
+        if experiment.workload.reuse_index:
+            params = rally.track_params(experiment, 1)
+            name, _ = indexreuse.name_snapshot(experiment.workload, params, experiment.elasticsearch.version,
+                                               race.TRACKS_DIR)
+            result.add(name)
+    return result
+
+
+def on_request(path: Path) -> bool:
+    annotations = (yaml.safe_load(path.read_text()).get("metadata") or {}).get("annotations") or {}
+    return annotations.get(ON_REQUEST[0]) == ON_REQUEST[1]
+
+
+def chosen(argument: str) -> list[Path]:
+    """What an argument runs: STUDY, its sweeps but those on request; STUDY/FILE, the study's
+    builds that take the snapshots it restores, then that file."""
+    name, _, file = argument.partition("/")
+    folder = STUDIES / name
+    if not file:
+        return [path for path in sweeps(folder) if not on_request(path)]
+    path = folder / file
+    if path not in sweeps(folder):
+        raise SystemExit(f"{argument}: not a sweep of {name}: {', '.join(p.name for p in sweeps(folder))}")
+    needed = snapshot_names(path)
+    return [*(build for build in builds(folder) if build != path and snapshot_names(build) & needed), path]
+
+
 def main() -> None:
     wanted = sys.argv[1:] or sorted(p.name for p in STUDIES.iterdir() if p.is_dir() and sweeps(p))
-    for name in wanted:
-        for path in sweeps(STUDIES / name):
-            run_sweep(STUDIES / name, path)
+    for argument in wanted:
+        for path in chosen(argument):
+            run_sweep(path.parent, path)
 
 
 if __name__ == "__main__":

@@ -6,8 +6,7 @@ import pytest
 import yaml
 
 from esbench.api import models
-from esbench.controller import grid
-from esbench.runner import indexreuse, race, rally
+from esbench.runner import race, rally
 from scripts import studies
 
 ROOT = Path(__file__).resolve().parents[2] / "examples"
@@ -52,26 +51,29 @@ def test_the_codec_pair_differs_only_in_codec_and_name():
     assert best["spec"] == default["spec"]
 
 
-def snapshot_names(sweep: Path) -> set[str]:
-    """The workload.reuseIndex snapshots the sweep's cells restore (or build), as the runner names them."""
-    document = yaml.safe_load(sweep.read_text())
-    spec = models.SweepSpec.model_validate(document["spec"])
-    result = set()
-    for cell in grid.cells(spec, document["metadata"]["name"], "default"):
-        experiment = models.ExperimentSpec.model_validate(cell.spec)
-        if experiment.workload.reuse_index:
-            params = rally.track_params(experiment, 1)
-            name, _ = indexreuse.name_snapshot(experiment.workload, params, experiment.elasticsearch.version,
-                                               race.TRACKS_DIR)
-            result.add(name)
-    return result
-
-
 @pytest.mark.parametrize("study", [p for p in sorted(ROOT.glob("studies/*")) if studies.builds(p)], ids=lambda p: p.name)
 def test_a_studys_sweeps_restore_the_snapshots_its_builds_take(study):
     # A drift (a param changed in one file only) would not fail a race: it would build the index
     # again, under the sweep's own memory limit, which took 53 minutes for 002's.
-    built = set().union(*(snapshot_names(build) for build in studies.builds(study)))
+    built = set().union(*(studies.snapshot_names(build) for build in studies.builds(study)))
     assert built
     for sweep in studies.sweeps(study):
-        assert snapshot_names(sweep) <= built, sweep.name
+        assert studies.snapshot_names(sweep) <= built, sweep.name
+    # What make studies runs unasked restores only what it builds, so that it never builds an
+    # index under a search sweep's limit.
+    unasked = [path for path in studies.sweeps(study) if not studies.on_request(path)]
+    unasked_builds = [path for path in unasked if path in studies.builds(study)]
+    assert set().union(*map(studies.snapshot_names, unasked)) <= set().union(*map(studies.snapshot_names, unasked_builds))
+
+
+def test_make_studies_runs_a_studys_verdict_and_what_is_on_request_with_the_builds_it_restores():
+    def names(argument: str) -> list[str]:
+        return [path.name for path in studies.chosen(argument)]
+
+    assert names("002-best-compression-io") == ["build.yaml", "sweep.yaml"]
+    assert names("002-best-compression-io/sweep-map.yaml") == ["build.yaml", "sweep-map.yaml"]
+    assert names("002-best-compression-io/sweep-map-40kb.yaml") == ["build-40kb.yaml", "sweep-map-40kb.yaml"]
+    assert names("001-range-queries-cpu") == ["sweep.yaml"]
+    assert names("001-range-queries-cpu/sweep-integer-range.yaml") == ["sweep-integer-range.yaml"]
+    with pytest.raises(SystemExit, match="not a sweep of 001-range-queries-cpu"):
+        studies.chosen("001-range-queries-cpu/sweep-nope.yaml")
