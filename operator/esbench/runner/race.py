@@ -511,22 +511,23 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
         message = (f"Elasticsearch refused for {settings.unassigned_timeout:.0f}s to allocate {watch.stuck}; "
                    f"the race could not go on: esrally was stopped")
         return failed(Reason.SHARDS_UNASSIGNED, redact(message), **common)
+    # A refusal shorter than the grace may still be why the race failed first (searches of a restored
+    # index whose primary was refused fail at once).
+    refused = f"; meanwhile Elasticsearch refused to allocate {watch.last}" if watch.last else ""
     if status is None:
         timeout = spec.lifecycle.race_timeout_seconds
         message = (f"the race did not finish within lifecycle.raceTimeoutSeconds ({timeout}s): esrally was stopped "
                    f"after {rally_budget(timeout):.0f}s, to leave time for the report")
-        if watch.last:
-            message += f"; meanwhile Elasticsearch refused to allocate {watch.last}"
-        return failed(Reason.RACE_TIMEOUT, redact(message), **common)
+        return failed(Reason.RACE_TIMEOUT, redact(message + refused), **common)
     if status != 0:
         message = rally.rally_error(output) or f"esrally exited with status {status}"
-        return failed(rally.failure_kind(output), redact(message), **common)
+        return failed(rally.failure_kind(output), redact(message + refused), **common)
     if race_json is None or "results" not in race_json:
         return failed(Reason.RACE_FAILED, f"esrally succeeded but left no results in {race_file}", **common)
     failing = [f"{t.task} ({t.error_rate:.2%})" for t in summary.tasks if t.error_rate]
     if results.max_error_rate(summary) > (spec.workload.max_error_rate or 0):
         message = f"requests failed in {', '.join(failing)}; see the Rally log above for the errors"
-        return failed(Reason.RACE_ERRORS, message, **common)
+        return failed(Reason.RACE_ERRORS, redact(message + refused), **common)
     if failing:
         print(f"esbench: requests failed in {', '.join(failing)}, within workload.maxErrorRate "
               f"{spec.workload.max_error_rate}: measured, not fatal", flush=True)
