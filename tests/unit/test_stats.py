@@ -307,7 +307,9 @@ def test_each_contender_is_compared_with_its_own_baseline_and_all_are_corrected_
     assert stats.corrections(rows)["primary"] == {"correction": "Holm", "comparisons": 2}
     wire = stats.to_wire([throughput])[0]
     assert [(b["cell"], c["cell"]) for b, c in stats.contenders(wire)] == [("c0", "c1"), ("c2", "c3")]
-    assert [stats.contender_label(c, [wire]) for _, c in stats.contenders(wire)] == ["c1 vs c0", "c3 vs c2"]
+    assert [stats.contender_label(c) for _, c in stats.contenders(wire)] == ["c1 vs c0", "c3 vs c2"]
+    single = stats.to_wire(stats.compare_cells(SWEEP, "default"))[0]  # one baseline: no contender names it
+    assert not any("against" in c for c in single["cells"]) and stats.contender_label(single["cells"][1]) == "best_compression"
 
 
 def test_groups_of_runs_get_a_baseline_per_level_of_a_spec_field():
@@ -340,7 +342,7 @@ def test_wire_form_is_compact_camel_case_json():
                         "cvPercent": 0.7906, "ciLow": 990.184, "ciHigh": 1009.82, "noisy": False, "verdict": "Baseline"}
     assert set(contender) == set(baseline) | {"changePercent", "changeLowPercent", "changeHighPercent",
                                               "rawChangeLowPercent", "rawChangeHighPercent", "pValue", "pAdjusted",
-                                              "detectablePercent", "widthPercent", "against"}
+                                              "detectablePercent", "widthPercent"}
     assert contender["verdict"] == "Worse"
     assert throughput["cells"][3]["verdict"] == "InsufficientData" and "pValue" not in throughput["cells"][3]
 

@@ -288,7 +288,7 @@ def _verdict_lines(rows: list[dict[str, Any]]) -> list[list[str]]:
         for baseline, found in stats.contenders(row):
             verdict = found["verdict"] + (f" (~{found['runsNeeded']} runs)" if found.get("runsNeeded") else "")
             lines.append([row["subject"], row["metric"] + (" *" if row.get("family") == "primary" else ""),
-                          stats.contender_label(found, rows), compare.format_value(baseline["median"], None) if baseline else "–",
+                          stats.contender_label(found), compare.format_value(baseline["median"], None) if baseline else "–",
                           compare.format_value(found["median"], None), compare.unit_label(row.get("unit")),
                           stats.change_text(found), stats.p_values_text(found), verdict])
     return lines

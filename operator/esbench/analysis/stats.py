@@ -294,7 +294,7 @@ class CellStats:
     # A primary comparison's interval width at alpha / (the family's size): what further rounds
     # narrow, independent of the effect (a width at the Holm level would follow the p-value).
     width_percent: float | None = None
-    against: str | None = None  # a contender's baseline cell
+    against: str | None = None  # a contender's baseline cell, where there are several
 
 
 @dataclass(frozen=True)
@@ -414,9 +414,11 @@ def compare_cells(
     statistics_ = statistics_ or models.Statistics()
     _check_confidence(statistics_.confidence)
     baseline_of = {cell: baseline for cell in samples} if isinstance(baseline, str) else dict(baseline)
-    for against in {baseline_of[cell] for cell in samples}:
+    baselines = {baseline_of[cell] for cell in samples}
+    for against in baselines:
         if against not in samples:
             raise ValueError(f"baseline cell {against!r} is not among the cells {sorted(samples)}")
+    named = len(baselines) > 1  # a contender names its baseline only where there are several
     primary = set(primary)
     threshold = statistics_.noise_threshold_percent
     pairing = statistics_.paired and rounds is not None
@@ -478,7 +480,8 @@ def compare_cells(
                     change = _percent(on, statistics.fmean(c) - statistics.fmean(b))
                 # Else paired, and no round has the figure in both cells (e.g. a figure only some races
                 # report): no change to state.
-            cells.append(CellStats(cell, summary, change, noisy, Verdict.INSUFFICIENT_DATA, against=against))
+            cells.append(CellStats(cell, summary, change, noisy, Verdict.INSUFFICIENT_DATA,
+                                   against=against if named else None))
         rows.append(Row(key[0], key[1], first[key].metric, units.get(key), cells, family))
 
     for family, comparisons in pending.items():
@@ -552,17 +555,16 @@ def to_wire(rows: Sequence[Row]) -> list[dict[str, Any]]:
 
 def contenders(row: dict[str, Any]) -> list[tuple[dict[str, Any] | None, dict[str, Any]]]:
     """A to_wire row's contenders, each with its baseline's cell (None: the baseline has no value
-    here). With compareWithin each has its own (`against`); a status from before names none."""
+    here). With several baselines (compareWithin) each names its own (`against`)."""
     baselines = {c["cell"]: c for c in row["cells"] if c["verdict"] == Verdict.BASELINE.value}
     first = next(iter(baselines.values()), None)
     return [(baselines.get(c["against"]) if "against" in c else first, c)
             for c in row["cells"] if c["verdict"] != Verdict.BASELINE.value]
 
 
-def contender_label(found: dict[str, Any], rows: Sequence[dict[str, Any]]) -> str:
-    """A contender's cell, and its baseline's where the rows have several (compareWithin)."""
-    several = len({c["cell"] for row in rows for c in row["cells"] if c["verdict"] == Verdict.BASELINE.value}) > 1
-    return f"{found['cell']} vs {found['against']}" if several and "against" in found else found["cell"]
+def contender_label(found: dict[str, Any]) -> str:
+    """A contender's cell, and its baseline's where there are several (compareWithin)."""
+    return f"{found['cell']} vs {found['against']}" if "against" in found else found["cell"]
 
 
 def change_text(found: dict[str, Any]) -> str:

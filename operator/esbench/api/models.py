@@ -1258,7 +1258,7 @@ class SweepStatus(Model):
     comparison: Records | None = Field(
         None, description="Per task and metric (primary or exploratory), each cell's n, median, mean, stdDev, "
                           "cvPercent and confidence interval of the mean; for a contender its change vs its baseline "
-                          "(against) with its interval (adjusted and raw), raw and adjusted p-values, verdict (Better, Worse, "
+                          "(named in against where there are several) with its interval (adjusted and raw), raw and adjusted p-values, verdict (Better, Worse, "
                           "Equivalent, Inconclusive with runsNeeded, InsufficientData), the smallest effect it could "
                           "detect (detectablePercent) and the noisy flag.")
     timing: RunTiming | None = Field(None, description="Where a run's time goes, as medians over the runs.")

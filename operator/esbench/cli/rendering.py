@@ -383,7 +383,7 @@ def statistics_table(title: str, subject: str, rows: list[dict[str, Any]], conte
                 verdict.append(f" ~{found['runsNeeded']} runs", style="dim")
             if found.get("noisy"):
                 verdict.append(" noisy", style="yellow")
-            cell = [stats.contender_label(found, rows)] if named else []
+            cell = [stats.contender_label(found)] if named else []
             table.add_row(row["subject"] if position == 0 else "", label if position == 0 else "", *cell,
                           _median(baseline), _median(found), unit_label(row.get("unit")), stats.change_text(found),
                           p_values, verdict, end_section=position == len(contenders) - 1)
