@@ -60,6 +60,15 @@ def _scipy_stats():
     return stats
 
 
+def _t_quantile(q, df):
+    """Student's t quantile (numbers or numpy arrays), the special function `scipy.stats.t.ppf`
+    calls, without the distribution object's argument handling around it: that handling, not the
+    quantile, was most of the time a sweep's comparison took."""
+    from scipy import special
+
+    return special.stdtrit(df, q)
+
+
 class Verdict(str, Enum):
     BETTER = "Better"
     WORSE = "Worse"
@@ -110,7 +119,7 @@ def summarize(values: Sequence[float], confidence: float = 0.95) -> Summary:
     # tiny non-zero value), which keeps the zero-variance checks below reliable.
     std_dev = statistics.stdev(values)
     cv_percent = std_dev / abs(mean) * 100 if mean else None
-    half_width = float(_scipy_stats().t.ppf((1 + confidence) / 2, n - 1)) * std_dev / math.sqrt(n)
+    half_width = float(_t_quantile((1 + confidence) / 2, n - 1)) * std_dev / math.sqrt(n)
     return Summary(n, median, mean, std_dev, cv_percent, mean - half_width, mean + half_width)
 
 
@@ -132,11 +141,12 @@ def _t_shift(estimate: float, se: float, df: float, spread: float) -> Shift:
     that is always the same)."""
     if se == 0:
         return Shift(estimate, 0.0 if estimate else 1.0, lambda alpha: (estimate, estimate), 0.0)
-    t = _scipy_stats().t
-    p = float(2 * t.sf(abs(estimate) / se, df))
+    from scipy import special
+
+    p = float(2 * special.stdtr(df, -abs(estimate) / se))  # the t distribution's survival function
 
     def interval(alpha: float) -> tuple[float, float]:
-        half = float(t.ppf(1 - alpha / 2, df)) * se
+        half = float(_t_quantile(1 - alpha / 2, df)) * se
         return estimate - half, estimate + half
 
     return Shift(estimate, p, interval, spread)
@@ -236,9 +246,8 @@ def _percent(scale_: Scale, shift: float) -> float | None:
 def detectable_shift(spread: float, n_baseline, n_contender, alpha: float):
     """The smallest shift a two-sided t test at alpha finds with POWER at these numbers of runs
     (numbers, or numpy arrays of them)."""
-    t = _scipy_stats().t
     df = n_baseline + n_contender - 2
-    return (t.ppf(1 - alpha / 2, df) + t.ppf(POWER, df)) * spread * (1 / n_baseline + 1 / n_contender) ** 0.5
+    return (_t_quantile(1 - alpha / 2, df) + _t_quantile(POWER, df)) * spread * (1 / n_baseline + 1 / n_contender) ** 0.5
 
 
 def runs_needed(spread: float, estimate: float, margin: float | None, alpha: float) -> int | None:
