@@ -88,3 +88,16 @@ def test_a_race_over_its_time_budget_is_stopped_with_all_its_rally_processes(clu
     # Rally stored when the race began, without results (it computes them only at the end).
     assert run.report.results.nodes and run.report.results.nodes[0].samples >= 2
     assert run.report.race_json["track"] == "range-queries" and "results" not in run.report.race_json
+
+
+@pytest.mark.measures  # a budget of wall time, as the test above
+def test_a_race_that_fails_before_the_refusal_has_lasted_names_the_refusal(clusters, race):
+    # The race's budget (30 s: esrally stopped after 22 s) ends before the watch's 60 s grace: the
+    # race fails as a timeout, and its message says what Elasticsearch refused meanwhile.
+    filtered = {**spec(), "index": {"settings": {"index.routing.allocation.require._name": "no-such-node"}},
+                "lifecycle": {"raceTimeoutSeconds": 30}}
+    run = race(filtered, clusters.get(LATEST).url)
+    assert_failed(run, Reason.RACE_TIMEOUT, "esrally was stopped after 22s",
+                  "; meanwhile Elasticsearch refused to allocate shard [smoke][0] (primary)",
+                  '[_name:"no-such-node"]')
+    assert rally_processes(run.work_dir / "rally") == []
