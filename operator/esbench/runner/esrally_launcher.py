@@ -10,8 +10,13 @@ interval to every race. Rally forks its actors, so the patched classes reach all
 After a race, Rally's main process sleeps three seconds "for outstanding messages" before it
 shuts its actor system down, then checks every second that it is gone: by then the race's
 results are written and every actor has been told to exit (the shutdown ends them anyway), so
-those sleeps are capped at the same half second. The file name keeps "esrally" on the command
-line, where Rally (and the runner) look for Rally processes.
+those sleeps are capped at the same half second. And Thespian's TCP transport walks its pending
+transmits on the actor's thread while other threads add to them (a log record sent from one of
+Rally's executor threads): the walk can fail with "dictionary changed size during iteration",
+which ends the actor, and Rally aborts the race ("Worker [0] has exited prematurely"; Thespian
+issue 68, open in 4.0.1, the version esrally 2.13 pins). Those walks go over a copy here. The
+file name keeps "esrally" on the command line, where Rally (and the runner) look for Rally
+processes.
 """
 
 import sys
@@ -19,6 +24,7 @@ import time
 
 from esrally import rally
 from esrally.driver import driver
+from thespian.system.transport import TCPTransport
 
 POLL_SECONDS = 0.5
 
@@ -46,6 +52,43 @@ class _CappedSleeps:
 
 
 rally.time = _CappedSleeps()
+
+
+class _CopiedWhenWalked(dict):
+    """Pending transmits by socket, each walk over a copy made at once (a C-level copy, which no
+    other thread interrupts)."""
+
+    def __iter__(self):
+        return iter(list(dict.keys(self)))
+
+    def keys(self):
+        return list(dict.keys(self))
+
+    def values(self):
+        return list(dict.values(self))
+
+    def items(self):
+        return list(dict.items(self))
+
+
+def _transmits(transport):
+    try:
+        return transport.__dict__["_esbench_transmits"]
+    except KeyError:
+        raise AttributeError("_transmitIntents") from None  # hasattr() asks before the first
+
+
+def _set_transmits(transport, transmits):
+    transport.__dict__["_esbench_transmits"] = _CopiedWhenWalked(transmits)
+
+
+def _delete_transmits(transport):
+    if transport.__dict__.pop("_esbench_transmits", None) is None:
+        raise AttributeError("_transmitIntents")
+
+
+# A property, as the transport also replaces the whole dict with a new one.
+TCPTransport.TCPTransport._transmitIntents = property(_transmits, _set_transmits, _delete_transmits)
 
 if __name__ == "__main__":
     sys.exit(rally.main())

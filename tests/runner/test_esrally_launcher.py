@@ -1,0 +1,46 @@
+"""The launcher's patches, as esrally's own interpreter loads them (Rally's virtualenv, its pinned Thespian)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from esbench.runner import race as race_module
+
+LAUNCHER = Path(race_module.__file__).with_name("esrally_launcher.py")
+
+# What Thespian's transport does with its pending transmits while another thread sends: it walks
+# them (here by keys, values and items) and, meanwhile, a transmit is added. The additions stand in
+# for the other thread's: a dict walked this way fails at once, as the real one fails now and then.
+WALKS = f"""
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("launcher", {str(LAUNCHER)!r})
+spec.loader.exec_module(importlib.util.module_from_spec(spec))
+from thespian.system.transport.TCPTransport import TCPTransport
+transport = TCPTransport.__new__(TCPTransport)
+assert not hasattr(transport, "_transmitIntents")
+transport._transmitIntents = {{3: "a"}}
+def add():
+    transport._transmitIntents[len(transport._transmitIntents) + 10] = "added meanwhile"
+for _ in transport._transmitIntents:
+    add()
+for _ in transport._transmitIntents.keys():
+    add()
+for _ in transport._transmitIntents.values():
+    add()
+for _ in transport._transmitIntents.items():
+    add()
+transport._transmitIntents = dict(transport._transmitIntents)  # the transport replaces the whole dict
+for _ in transport._transmitIntents.values():
+    add()
+print(len(transport._transmitIntents))
+del transport._transmitIntents
+print(hasattr(transport, "_transmitIntents"))
+"""
+
+
+def test_thespians_pending_transmits_may_grow_while_the_transport_walks_them(esrally):
+    python = Path(esrally).with_name("python")
+    done = subprocess.run([str(python), "-c", WALKS], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["32", "False"]  # 1 + 1 + 2 + 4 + 8, then 16 more
