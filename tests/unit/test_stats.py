@@ -86,6 +86,11 @@ def test_confidence_interval_matches_the_t_table():
 def test_one_value_and_constant_values_give_none_not_nan():
     assert stats.summarize([3.0]) == stats.Summary(1, 3.0, 3.0, None, None, None, None)
     assert stats.summarize([2.0, 2.0, 2.0]) == stats.Summary(3, 2.0, 2.0, 0.0, 0.0, 2.0, 2.0)
+    # 0.7 three times has a float mean just off 0.7: the spread must still be exactly none, and a
+    # difference that is always the same an exact shift.
+    assert stats.summarize([0.7] * 3).std_dev == 0.0
+    low, high = stats.paired([0.7] * 3).interval(0.05)
+    assert low == high == pytest.approx(0.7)
     assert stats.summarize([-1.0, 1.0]).cv_percent is None  # mean 0: no coefficient of variation
     with pytest.raises(ValueError):
         stats.summarize([])

@@ -60,13 +60,28 @@ def _scipy_stats():
     return stats
 
 
-def _t_quantile(q, df):
-    """Student's t quantile (numbers or numpy arrays), the special function `scipy.stats.t.ppf`
-    calls, without the distribution object's argument handling around it: that handling, not the
-    quantile, was most of the time a sweep's comparison took."""
-    from scipy import special
+def _scipy_special():
+    from scipy import special  # late, as scipy.stats above
 
-    return special.stdtrit(df, q)
+    return special
+
+
+@functools.lru_cache(maxsize=4096)
+def _t_quantile(q: float, df: float) -> float:
+    """Student's t quantile: the special function `scipy.stats.t.ppf` calls, without the
+    distribution object's argument handling around it (which was most of the time a sweep's
+    comparison took), and cached: a sweep asks for the same few levels and degrees of freedom."""
+    return float(_scipy_special().stdtrit(df, q))
+
+
+def _variance(values: Sequence[float]) -> float:
+    """Sample variance (n - 1) in floats (statistics.variance's exact fractions were the next
+    largest share of a comparison's time); exactly 0.0 for a constant sample, where a float
+    mean can leave a tiny non-zero value, which keeps the zero-variance checks below reliable."""
+    if min(values) == max(values):
+        return 0.0
+    mean = statistics.fmean(values)
+    return math.fsum((x - mean) ** 2 for x in values) / (len(values) - 1)
 
 
 class Verdict(str, Enum):
@@ -115,11 +130,9 @@ def summarize(values: Sequence[float], confidence: float = 0.95) -> Summary:
     mean = statistics.fmean(values)
     if n < 2:
         return Summary(n, median, mean, None, None, None, None)
-    # statistics.stdev is exact for constant samples (0.0, where a naive formula can give a
-    # tiny non-zero value), which keeps the zero-variance checks below reliable.
-    std_dev = statistics.stdev(values)
+    std_dev = math.sqrt(_variance(values))
     cv_percent = std_dev / abs(mean) * 100 if mean else None
-    half_width = float(_t_quantile((1 + confidence) / 2, n - 1)) * std_dev / math.sqrt(n)
+    half_width = _t_quantile((1 + confidence) / 2, n - 1) * std_dev / math.sqrt(n)
     return Summary(n, median, mean, std_dev, cv_percent, mean - half_width, mean + half_width)
 
 
@@ -141,25 +154,23 @@ def _t_shift(estimate: float, se: float, df: float, spread: float) -> Shift:
     that is always the same)."""
     if se == 0:
         return Shift(estimate, 0.0 if estimate else 1.0, lambda alpha: (estimate, estimate), 0.0)
-    from scipy import special
-
-    p = float(2 * special.stdtr(df, -abs(estimate) / se))  # the t distribution's survival function
+    p = float(2 * _scipy_special().stdtr(df, -abs(estimate) / se))  # the t distribution's survival function
 
     def interval(alpha: float) -> tuple[float, float]:
-        half = float(_t_quantile(1 - alpha / 2, df)) * se
+        half = _t_quantile(1 - alpha / 2, df) * se
         return estimate - half, estimate + half
 
     return Shift(estimate, p, interval, spread)
 
 
 def _pooled_spread(baseline: Sequence[float], contender: Sequence[float]) -> float:
-    return math.sqrt((statistics.variance(baseline) + statistics.variance(contender)) / 2)
+    return math.sqrt((_variance(baseline) + _variance(contender)) / 2)
 
 
 def welch(baseline: Sequence[float], contender: Sequence[float]) -> Shift:
     """Difference of means, Welch's two-sided t-test and its interval (n >= 2 on each side)."""
     nb, nc = len(baseline), len(contender)
-    vb, vc = statistics.variance(baseline) / nb, statistics.variance(contender) / nc
+    vb, vc = _variance(baseline) / nb, _variance(contender) / nc
     estimate = statistics.fmean(contender) - statistics.fmean(baseline)
     df = (vb + vc) ** 2 / (vb ** 2 / (nb - 1) + vc ** 2 / (nc - 1)) if vb + vc else math.inf
     return _t_shift(estimate, math.sqrt(vb + vc), df, _pooled_spread(baseline, contender))
@@ -170,7 +181,7 @@ def paired(differences: Sequence[float]) -> Shift:
     the paired t-test and its interval (n >= 2 pairs). Drift between rounds (a node warming up
     over a sweep) moves both runs of a round and cancels out."""
     n = len(differences)
-    deviation = statistics.stdev(differences)
+    deviation = math.sqrt(_variance(differences))
     # spread: the per-run spread that gives this interval's width through detectable_shift(spread, n, n).
     return _t_shift(statistics.fmean(differences), deviation / math.sqrt(n), n - 1, deviation / math.sqrt(2))
 
@@ -243,9 +254,8 @@ def _percent(scale_: Scale, shift: float) -> float | None:
     return scale_.percent(shift)
 
 
-def detectable_shift(spread: float, n_baseline, n_contender, alpha: float):
-    """The smallest shift a two-sided t test at alpha finds with POWER at these numbers of runs
-    (numbers, or numpy arrays of them)."""
+def detectable_shift(spread: float, n_baseline: int, n_contender: int, alpha: float) -> float:
+    """The smallest shift a two-sided t test at alpha finds with POWER at these numbers of runs."""
     df = n_baseline + n_contender - 2
     return (_t_quantile(1 - alpha / 2, df) + _t_quantile(POWER, df)) * spread * (1 / n_baseline + 1 / n_contender) ** 0.5
 
@@ -256,11 +266,10 @@ def runs_needed(spread: float, estimate: float, margin: float | None, alpha: flo
     goal = max(abs(estimate), (margin - abs(estimate)) if margin is not None else 0)
     if spread == 0 or goal <= 0:
         return None
-    import numpy  # with scipy
-
-    runs = numpy.arange(2, MAX_RUNS_ESTIMATE + 1)
-    enough = numpy.flatnonzero(detectable_shift(spread, runs, runs, alpha) <= goal)
-    return int(runs[enough[0]]) if enough.size else None
+    runs = range(2, MAX_RUNS_ESTIMATE + 1)
+    # The detectable shift falls as the runs grow: the first number that is enough, by bisection.
+    first = bisect.bisect_left(runs, True, key=lambda n: detectable_shift(spread, n, n, alpha) <= goal)
+    return runs[first] if first < len(runs) else None
 
 
 def adjust(p_values: Sequence[float], family: Family) -> list[float]:
@@ -356,8 +365,8 @@ def _settle(cell: CellStats, pending: _Pending, p_adjusted: float, direction: Di
     else:
         verdict = Verdict.INCONCLUSIVE
         needed = runs_needed(pending.shift.spread, pending.shift.estimate, margin, level)
-    detectable = _percent(pending.scale, float(detectable_shift(pending.shift.spread, pending.n_baseline,
-                                                                pending.n_contender, level)))
+    detectable = _percent(pending.scale, detectable_shift(pending.shift.spread, pending.n_baseline,
+                                                          pending.n_contender, level))
     width = None
     if family_size:
         planned_low, planned_high = (_percent(pending.scale, end) for end in pending.shift.interval(alpha / family_size))
