@@ -234,6 +234,7 @@ def test_without_es_url_elasticsearch_is_downloaded_started_over_https_and_stopp
     document = json.loads((tmp_path / "local.json").read_text())
     results = _assert_operator_document(document, validation.admit(experiment), LATEST)
     assert "integ-test-zip" in document["metadata"]["annotations"]["esbench.io/elasticsearch"]
+    assert document["metadata"]["annotations"]["esbench.io/disk-watermarks"].startswith("off")
     assert results.track_params["index_settings"] == {"index.codec": "best_compression"}
     # The node as the operator's clusters have it: mmap off (models.DEFAULT_NODE_CONFIG), and the limit.
     (node,) = results.environment.nodes

@@ -294,6 +294,10 @@ def _local_cluster(spec: models.ExperimentSpec, options: Options, progress: Prog
     kwargs: dict[str, Any] = {}
     kwargs["extra_settings"] = {name: str(value).lower() if isinstance(value, bool) else value
                                 for name, value in es.node_config().items()}
+    if str(kwargs["extra_settings"].get(localcluster.DISK_THRESHOLD, "false")) == "false":
+        annotations["esbench.io/disk-watermarks"] = (
+            f"off ({localcluster.DISK_THRESHOLD}: false): a nearly full disk, which stops shards being "
+            f"allocated on a production node, does not here")
     if options.cpu_split:
         kwargs["cpus"] = options.cpu_split.elasticsearch
         annotations["esbench.io/cpus"] = options.cpu_split.describe()

@@ -40,6 +40,9 @@ from esbench.runner.target import Target
 MAVEN_BASE = f"{maven.CENTRAL}/org/elasticsearch/distribution/integ-test-zip/elasticsearch"
 SYSTEM_USER = "esbench-es"
 PID_FILE = "elasticsearch.pid"  # written by the node itself (its -p option), in its base folder
+# Off on every node started here unless the caller's settings turn it on: a nearly full build disk
+# must not leave replicas or new indices unassigned. A production node would refuse them.
+DISK_THRESHOLD = "cluster.routing.allocation.disk.threshold_enabled"
 # Versions whose zip Maven Central serves here without its .sha1: the SHA-1 recorded at the first
 # download (2026-11-24), so that a later download is held to the same bytes.
 RECORDED_SHA1 = {"9.2.4": "54ca6e33db3623ecf3bed523f9b5c494993ff692"}
@@ -299,8 +302,7 @@ def start(
         "path.logs": logs,
         # Set from the very first start: otherwise 8.x rewrites its config for TLS itself.
         "xpack.security.enabled": str(secure).lower(),
-        # A nearly full build disk must not leave replicas or new indices unassigned.
-        "cluster.routing.allocation.disk.threshold_enabled": "false",
+        DISK_THRESHOLD: "false",
     }
     if snapshot_repository is not None:
         settings["path.repo"] = snapshot_repository
