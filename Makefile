@@ -4,7 +4,7 @@ export ESBENCH_CACHE ?= $(HOME)/.cache/esbench
 VENV := .venv
 PYTHON := $(VENV)/bin/python
 
-.PHONY: deps lint test unit e2e e2e-kind demo demo-local node-up node-down bench studies api clean
+.PHONY: deps lint test unit e2e e2e-kind demo demo-local node-up node-down bench studies figures api clean
 
 # Everything the tests need, cached under $(ESBENCH_CACHE); fast when already there.
 deps:
@@ -71,6 +71,11 @@ studies:
 	bash scripts/python-env.sh $(VENV)
 	bash scripts/rally-env.sh
 	$(PYTHON) scripts/studies.py $(STUDIES)
+
+# Each study's results/figures.md, made from its results/ (the verdicts, regimes and per-run ranges its
+# README quotes); tests/unit/test_study_figures.py fails when one is stale.
+figures:
+	$(PYTHON) scripts/study-figures.py
 
 node-up: deps
 	bash scripts/node/up.sh

@@ -1,0 +1,449 @@
+#!/usr/bin/env python3
+"""Writes each seed study's figures from its result files: examples/studies/*/results/figures.md.
+
+For every sweep of a study (results/*/sweep.json): its regime as its runs recorded it, its
+primary questions' verdicts, its contrasts, the other comparisons its README quotes, and per
+counted run the figures its README quotes as ranges; then the study's single races
+(results/*.json) and, where a study has one, its page-cache residency file (fincore samples, cut
+by each task's window). A README quotes these tables; tests/unit/test_study_figures.py fails when
+a figure with an interval in a README is not in its study's figures.md, or a figures.md is stale.
+
+    .venv/bin/python scripts/study-figures.py            # make figures
+    .venv/bin/python scripts/study-figures.py --check    # writes nothing, exits 1 naming stale files
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import sys
+from collections.abc import Iterable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from esbench.analysis import compare
+from esbench.api import models
+
+ROOT = Path(__file__).resolve().parents[1]
+STUDIES = ROOT / "examples" / "studies"
+FIGURES = "figures.md"
+
+# A figure with its 95 % interval as the READMEs write it: "+145.1 % [+45.0, +314.3]", or the
+# interval alone, "**[+17, +39]**". Groups: the change (optional), the low and high limits.
+_NUMBER = r"[-+]?\d[\d,]*(?:\.\d+)?"
+INTERVAL = re.compile(rf"(?:({_NUMBER}) ?% ?)?\**\[({_NUMBER}) ?%?, ({_NUMBER}) ?%?\]")
+
+
+
+def intervals(text: str) -> list[tuple[str, list[float | None], int]]:
+    """Every figure with an interval in a text: as written, its (change, low, high), the decimals written."""
+    found = []
+    for match in INTERVAL.finditer(" ".join(text.split())):
+        written = [group.replace(",", "") if group else None for group in match.groups()]
+        decimals = max(len(g.partition(".")[2]) for g in written if g)
+        found.append((match.group(0).strip("*"), [float(g) if g else None for g in written], decimals))
+    return found
+
+
+# Figures with an interval that a README quotes but no file in results/ holds: where each comes from.
+# figures.md lists them under their own heading; the test holds the README to them like to the rest.
+NOT_FROM_RESULTS: dict[str, dict[str, str]] = {}
+
+# The comparisons a study's README quotes beyond each sweep's primary questions and contrasts:
+# these metrics, for every task that has them, in every sweep of the study.
+QUOTED = {
+    "001-range-queries-cpu": ("process_cpu.net_time",),
+    "002-best-compression-io": ("service_time.p50", "latency.p99", "process_cpu.time", "io.read_bytes",
+                                "io.read_operations", "page_faults.major", "page_cache.mean", "store_size"),
+    "004-indexing-curves": ("service_time.p50", "segment_count", "refresh_time", "store_size"),
+}
+# Figures a README quotes per run (their ranges and each round's value), beside the primary
+# questions' metrics: (tasks, metric), the tasks a regular expression.
+PER_RUN = {
+    "000-source-filtering": (("paginate-.*", "service_time.p50"), ("paginate-.*", "io.read_bytes"),
+                             ("paginate-.*", "io.write_bytes"), ("paginate-.*", "page_cache.mean"),
+                             ("paginate-.*", "index_resident.percent")),
+    "001-range-queries-cpu": ((".*", "process_cpu.percent"), (".*", "throughput.median"), (".*", "jit_cpu.share"),
+                              ("idle", "idle.cpu_ms_per_second")),
+    "002-best-compression-io": (("random-.*|count-errors", "service_time.p50"),
+                                ("random-.*|count-errors", "throughput.median"),
+                                ("random-.*|count-errors", "page_cache.mean"),
+                                ("random-.*|count-errors", "io.write_bytes"),
+                                ("random-.*", "page_faults.major"), ("random-.*", "index_resident.percent"),
+                                ("random-hits", "fdt_resident.bytes")),
+    "004-indexing-curves": (("index-append", "window.seconds"), ("index-append", "service_time.p50"),
+                            ("index-append", "process_cpu.percent"), ("index-append", "error_rate"),
+                            ("index-append", "io.write_bytes"), ("cluster", "store_size"),
+                            ("cluster", "segment_count"), ("cluster", "merge_time")),
+}
+# The tasks whose per-run figures are left out: a warm-up or a build step, not a measurement.
+SKIPPED_TASKS = re.compile(r"^(warm-up-|delete-|create-|cluster-health|refresh|force-merge|flush|restore|wait-)")
+
+
+# --- reading -----------------------------------------------------------------------------------
+
+
+def _values(results: models.Results, raw: dict[str, Any]) -> dict[tuple[str, str], float]:
+    """Every figure of one run by (task or cluster/nodes, metric): esbench's own, and a few derived."""
+    found = {(m.subject, m.metric.key): m.value for m in compare.measurements(results) if m.value is not None}
+    for task in results.tasks:
+        resources = task.resources
+        if resources is None:
+            continue
+        found[(task.task, "window.seconds")] = resources.seconds
+        if resources.jit_cpu_ms is not None and resources.process_cpu_ms:
+            found[(task.task, "jit_cpu.share")] = 100 * resources.jit_cpu_ms / resources.process_cpu_ms
+        files = resources.index_files or {}
+        size = sum(f.size_bytes for f in files.values())
+        if size:
+            found[(task.task, "index_resident.percent")] = 100 * sum(f.cached_bytes for f in files.values()) / size
+        if "fdt" in files:
+            found[(task.task, "fdt_resident.bytes")] = files["fdt"].cached_bytes
+    idle = raw.get("idle") or {}
+    if idle.get("processCpuMsPerSecond") is not None:
+        found[("idle", "idle.cpu_ms_per_second")] = idle["processCpuMsPerSecond"]
+    return found
+
+
+class Sweep:
+    """One sweep's status as `esbench run` left it in results/FOLDER/sweep.json."""
+
+    def __init__(self, path: Path):
+        self.folder = path.parent.name
+        document = json.loads(path.read_text())
+        self.name = document["metadata"]["name"]
+        self.spec = document["spec"]
+        self.status = document["status"]
+        self.cells = {cell["id"]: cell for cell in self.status["cells"]}
+        self.runs = [run for run in self.status.get("runs") or []
+                     if run.get("phase") == "Succeeded" and run.get("results")]
+        self.values = {run["name"]: _values(models.Results.model_validate(run["results"]), run["results"])
+                       for run in self.runs}
+
+    def counted(self, cell: str) -> list[dict[str, Any]]:
+        return sorted((run for run in self.runs if run["cell"] == cell), key=lambda run: run["repetition"])
+
+    def warm_ups(self) -> list[dict[str, Any]]:
+        return [run for run in self.runs if run["cell"] not in self.cells]
+
+    def label(self, cell: str) -> str:
+        values = self.cells[cell].get("values") or {}
+        return ", ".join(_short(value) for value in values.values()) or self.cells[cell].get("label") or cell
+
+    def baseline_of(self, cell: str) -> str:
+        """The baseline a cell is compared with: the one that shares its compareWithin values."""
+        within = self.spec.get("compareWithin") or []
+        values = self.cells[cell].get("values") or {}
+        for other in self.cells.values():
+            if other.get("baseline") and all((other.get("values") or {}).get(f) == values.get(f) for f in within):
+                return other["id"]
+        return self.status["baseline"]
+
+
+def _short(value: Any) -> str:
+    """A cell's value as people name it: a dict of resources by its memory limit, others as written."""
+    if isinstance(value, dict):
+        limits = value.get("limits") or value.get("requests") or {}
+        if "memory" in limits:
+            return str(limits["memory"])
+        return json.dumps(value, sort_keys=True)
+    if isinstance(value, list):
+        return "/".join(str(v) for v in value)
+    return str(value)
+
+
+# --- formatting ----------------------------------------------------------------------------------
+
+
+def pct(value: float | None) -> str:
+    return "" if value is None else f"{value:+.1f} %"
+
+
+def change(cell: dict[str, Any]) -> str:
+    if cell.get("changeLowPercent") is None:
+        return pct(cell.get("changePercent"))
+    text = f"{cell['changePercent']:+.1f} % [{cell['changeLowPercent']:+.1f}, {cell['changeHighPercent']:+.1f}]"
+    excludes = cell["changeLowPercent"] > 0 or cell["changeHighPercent"] < 0
+    return f"**{text}**" if excludes else text
+
+
+def uncorrected(cell: dict[str, Any]) -> str:
+    low, high = cell.get("rawChangeLowPercent"), cell.get("rawChangeHighPercent")
+    return "" if low is None or high is None else f"[{low:+.1f}, {high:+.1f}]"
+
+
+def p(value: float | None) -> str:
+    return "" if value is None else f"{value:.3g}"
+
+
+def figure(value: float, metric: str) -> str:
+    """A value in the unit people read it in: bytes as GB or MiB, times in ms or s, shares in %."""
+    if metric.startswith("io.") and metric.endswith("bytes"):
+        return f"{value / 1e9:.2f} GB"
+    if metric.endswith(".bytes") or metric in ("page_cache.mean", "heap_used.mean"):
+        return f"{value / 2**20:,.0f} MiB"
+    if metric == "store_size":
+        return f"{value / 2**20:,.1f} MiB"
+    if metric.endswith(("percent", "share")):
+        return f"{value:.1f} %"
+    if metric == "error_rate":
+        return f"{100 * value:.1f} %"
+    if metric == "window.seconds":
+        return f"{value:.1f} s"
+    unit = " ms" if metric.startswith(("latency.", "service_time.")) or metric.endswith("time") else ""
+    unit = "/s" if metric in ("throughput.median", "indexed_rate") else unit
+    return (f"{value:,.3g}" if abs(value) < 100 else f"{value:,.0f}") + unit
+
+
+def span(values: list[float], metric: str) -> str:
+    low, high = figure(min(values), metric), figure(max(values), metric)
+    return low if low == high else f"{low} - {high}"
+
+
+def table(header: Iterable[str], rows: Iterable[Iterable[Any]]) -> list[str]:
+    header = list(header)
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return [*lines, ""]
+
+
+def _time(text: str | None) -> str:
+    return text.replace("T", " ").rstrip("Z")[:16] if text else "?"
+
+
+def _minutes(start: str | None, end: str | None) -> str:
+    if not start or not end:
+        return "?"
+    parse = lambda t: datetime.fromisoformat(t.replace("Z", "+00:00"))  # noqa: E731
+    return f"{(parse(end) - parse(start)).total_seconds() / 60:.0f} min"
+
+
+# --- sections ------------------------------------------------------------------------------------
+
+
+def regime(sweep: Sweep) -> list[str]:
+    """What the runs recorded about their node and index, per cell: the regime as measured."""
+    rows = []
+    for cell in sweep.cells:
+        runs = sweep.counted(cell)
+        if not runs:
+            continue
+        environment = [run["results"].get("environment") or {} for run in runs]
+        nodes = [node for env in environment for node in env.get("nodes") or []]
+        versions = sorted({f"{env.get('elasticsearchVersion', '?')} (Lucene {env.get('luceneVersion', '?')})"
+                           for env in environment})
+        heap = sorted({f"{node['heapMaxBytes'] / 2**20:.0f} MiB" for node in nodes if node.get("heapMaxBytes")})
+        limit = sorted({f"{node['cgroupMemoryLimitBytes'] / 2**20:.0f} MiB" for node in nodes
+                        if node.get("cgroupMemoryLimitBytes")})
+        processors = sorted({str(node.get("availableProcessors")) for node in nodes})
+        mmap = sorted({"on" if node.get("mmap") else "off" for node in nodes if "mmap" in node})
+        indices = [index for run in runs for index in run["results"].get("indices") or []]
+        missing = sum(1 for run in runs if not run["results"].get("indices"))
+        if indices:
+            documents = sorted({f"{index['documents']:,}" for index in indices})
+            segments = sorted({f"{index['segments']} ({index.get('compoundSegments', 0)} compound)" for index in indices})
+            modes = sorted({f"{k} {'/'.join(v)}" for index in indices for k, v in (index.get("attributes") or {}).items()})
+            sizes = [index["sizeBytes"] for index in indices]
+            layout = (f"{'/'.join(documents)} documents, segments {'/'.join(segments)}, "
+                      f"{span(sizes, 'store_size')}{', ' + '; '.join(modes) if modes else ''}")
+            if missing:
+                layout += f"; not recorded in {missing} of {len(runs)} runs"
+        else:
+            layout = f"not recorded (`results.indices` empty in all {len(runs)} runs)"
+        rows.append((sweep.label(cell), len(runs), "/".join(versions), "/".join(processors), "/".join(heap),
+                     "/".join(limit) or "not recorded", "/".join(mmap) or "not recorded", layout))
+    return table(("cell", "runs", "Elasticsearch", "processors", "heap", "memory limit", "mmap",
+                  "index (`results.indices`)"), rows)
+
+
+def _family(sweep: Sweep, family: str, corrections: dict[str, Any] | None) -> str:
+    found = (corrections or {}).get(family)
+    if not found:
+        return f"{family} (correction not recorded)"
+    return f"{family} ({found['correction']} over {found['comparisons']})"
+
+
+def comparisons(sweep: Sweep, rows: list[dict[str, Any]], corrections: dict[str, Any] | None) -> list[str]:
+    lines = []
+    for row in rows:
+        for cell in row["cells"]:
+            if cell.get("changeLowPercent") is None:
+                continue
+            lines.append((sweep.label(cell["cell"]), sweep.label(sweep.baseline_of(cell["cell"])), row["subject"],
+                          row["metric"], cell["n"], change(cell), uncorrected(cell), p(cell.get("pAdjusted")),
+                          cell.get("verdict", ""), _family(sweep, row["family"], corrections)))
+    return table(("cell", "against", "task", "metric", "n", "change [95 % interval]", "uncorrected", "p adjusted",
+                  "verdict", "family (correction over comparisons)"), lines)
+
+
+def contrasts(sweep: Sweep) -> list[str]:
+    lines = []
+    for found in sweep.status.get("contrasts") or []:
+        for row in found["rows"]:
+            for cell in row["cells"]:
+                if cell.get("changePercent") is None:
+                    continue
+                lines.append((sweep.label(found["cell"]), f"{found['name']}: {cell['cell']}", found["baseline"],
+                              row["metric"], cell["n"], change(cell), uncorrected(cell), p(cell.get("pAdjusted")),
+                              cell.get("verdict", ""), _family(sweep, row["family"], found.get("corrections"))))
+    return table(("cell", "contrast: variant", "against", "metric", "n", "change [95 % interval]", "uncorrected",
+                  "p adjusted", "verdict", "family (correction over comparisons)"), lines) if lines else []
+
+
+def per_run(sweep: Sweep, wanted: list[tuple[str, str]]) -> list[str]:
+    rounds = sorted({run["repetition"] for run in sweep.runs if run["cell"] in sweep.cells})
+    subjects = sorted({subject for values in sweep.values.values() for subject, _ in values})
+    lines = []
+    for task, metric in wanted:
+        for subject in (s for s in subjects if re.fullmatch(task, s) and not SKIPPED_TASKS.match(s)):
+            for cell in sweep.cells:
+                by_round = {run["repetition"]: sweep.values[run["name"]].get((subject, metric))
+                            for run in sweep.counted(cell)}
+                values = [v for v in by_round.values() if v is not None]
+                if not values:
+                    continue
+                lines.append((subject, metric, sweep.label(cell), len(values), figure(statistics.median(values), metric),
+                              span(values, metric),
+                              *(figure(by_round[r], metric) if by_round.get(r) is not None else "" for r in rounds)))
+    warm = [(run["name"], values) for run in sweep.warm_ups() for values in [sweep.values[run["name"]]]]
+    if not lines:
+        return []
+    out = table(("task", "metric", "cell", "n", "median", "range", *(f"round {r}" for r in rounds)), lines)
+    if warm:
+        out.insert(0, "Counted runs only; the warm-up runs (" + ", ".join(name for name, _ in warm)
+                   + ") are left out.\n")
+    return out
+
+
+def sweep_section(study: str, sweep: Sweep) -> list[str]:
+    status = sweep.status
+    lines = [f"## results/{sweep.folder}/ ({sweep.name})", "",
+             f"{_time(status.get('startTime'))} to {_time(status.get('completionTime'))} UTC "
+             f"({_minutes(status.get('startTime'), status.get('completionTime'))}), {len(sweep.runs)} runs "
+             f"({len(sweep.warm_ups())} warm-up), {sweep.spec.get('repetitions')} repetitions per cell, "
+             f"paired by round: {'yes' if (sweep.spec.get('statistics') or {}).get('paired') else 'no'}; "
+             f"phase {status.get('phase')}.", "", "### Regime, as the runs recorded it", "", *regime(sweep)]
+    comparison = status.get("comparison") or []
+    primary = [row for row in comparison if row.get("family") == "primary"]
+    if primary:
+        lines += ["### Primary questions", "", *comparisons(sweep, primary, status.get("corrections"))]
+    found = contrasts(sweep)
+    if found:
+        lines += ["### Contrasts (each variant against the baseline task of the same race)", "", *found]
+    quoted = [row for row in comparison if row.get("family") != "primary" and row["metric"] in QUOTED.get(study, ())]
+    quoted = [row for row in quoted if any(cell.get("changeLowPercent") is not None for cell in row["cells"])]
+    if quoted:
+        lines += ["### Other comparisons the README quotes", "", *comparisons(sweep, quoted, status.get("corrections"))]
+    wanted = [(row["subject"], row["metric"]) for row in primary]
+    wanted += [pair for pair in PER_RUN.get(study, ()) if pair not in wanted]
+    found = per_run(sweep, wanted)
+    if found:
+        lines += ["### Per run", "", *found]
+    return lines
+
+
+def single_races(results: Path) -> list[str]:
+    """The study's single Experiments (results/*.json): one race each, no intervals."""
+    lines = []
+    for path in sorted(results.glob("*.json")):
+        document = json.loads(path.read_text())
+        if document.get("kind") != models.KIND or not (document.get("status") or {}).get("results"):
+            continue
+        status = document["status"]
+        values = _values(models.Results.model_validate(status["results"]), status["results"])
+        tasks = [t["task"] for t in status["results"]["tasks"] if not SKIPPED_TASKS.match(t["task"])]
+        rows = [(task, *(figure(values[(task, m)], m) if (task, m) in values else "" for m in _SINGLE)) for task in tasks]
+        lines += [f"### {path.name} ({document['metadata']['name']}, {_time(status.get('startTime'))} UTC, one race)",
+                  "", *table(("task", *_SINGLE), rows)]
+    return ["## Single races (one race each: no intervals)", "", *lines] if lines else []
+
+
+_SINGLE = ("throughput.median", "service_time.p50", "latency.p99", "process_cpu.percent", "io.read_bytes",
+           "io.read_operations", "page_faults.major", "page_cache.mean")
+
+
+def residency(results: Path, sweeps: list[Sweep]) -> list[str]:
+    """fincore samples (results/*.jsonl: per file extension [resident, total] bytes, stamped `t`),
+    averaged over each counted run's task window, by the sweep whose runs they cover."""
+    lines = []
+    for path in sorted(results.glob("*.jsonl")):
+        samples = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        for sweep in sweeps:
+            rows = []
+            for cell in sweep.cells:
+                for task in sorted({t["task"] for run in sweep.counted(cell) for t in run["results"]["tasks"]}):
+                    if SKIPPED_TASKS.match(task):
+                        continue
+                    means: dict[str, list[float]] = {}
+                    for run in sweep.counted(cell):
+                        window = [t for t in run["results"]["tasks"] if t["task"] == task]
+                        if not window or not window[0].get("start"):
+                            continue
+                        start, end = (datetime.fromisoformat(window[0][k].replace("Z", "+00:00")).timestamp()
+                                      for k in ("start", "end"))
+                        inside = [s for s in samples if start <= s["t"] <= end]
+                        for extension in ("fdt", "doc"):
+                            if inside and all(extension in s for s in inside):
+                                means.setdefault(extension, []).append(
+                                    statistics.mean(s[extension][0] for s in inside))
+                                means.setdefault(extension + " of", []).append(inside[-1][extension][1])
+                    if means:
+                        rows.append((task, sweep.label(cell), len(means.get("fdt", [])),
+                                     *(f"{span(means[e], 'x.bytes')} of {span(means[e + ' of'], 'x.bytes')}"
+                                       if e in means else "" for e in ("fdt", "doc"))))
+            if rows:
+                lines += [f"## Page cache by file: {path.name} during results/{sweep.folder}/", "",
+                          "fincore samples (about every 15 s) inside each counted run's task window, averaged "
+                          "per run; the range over the runs (resident MiB, of the file's size).", "",
+                          *table(("task", "cell", "runs", "stored fields (`.fdt`)", "postings (`.doc`)"), rows)]
+    return lines
+
+
+def render(study: Path) -> str | None:
+    results = study / "results"
+    sweeps = [Sweep(path) for path in sorted(results.glob("*/sweep.json"))]
+    if not sweeps:
+        return None
+    lines = [f"# Figures of {study.name}", "",
+             "Generated from the files in results/ by scripts/study-figures.py (`make figures`); do not edit. "
+             "Changes are against the baseline cell of the same round (paired) or of the sweep, with 95 % intervals "
+             "corrected within their family (Holm for the primary questions, Benjamini-Hochberg for the rest, over "
+             "the number of comparisons shown); bold: the interval excludes no change. n counts the runs of a cell, "
+             "warm-up runs left out. README.md says what they mean.", ""]
+    for sweep in sweeps:
+        lines += sweep_section(study.name, sweep)
+    lines += residency(results, sweeps)
+    lines += single_races(results)
+    elsewhere = NOT_FROM_RESULTS.get(study.name)
+    if elsewhere:
+        lines += ["## Quoted in README.md from outside results/ (not computed here)", "",
+                  *table(("figure", "where it comes from"), sorted(elsewhere.items()))]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def generated() -> dict[Path, str]:
+    files = {}
+    for study in sorted(p for p in STUDIES.iterdir() if p.is_dir()):
+        text = render(study)
+        if text is not None:
+            files[study / "results" / FIGURES] = text
+    return files
+
+
+def main(argv: list[str]) -> int:
+    files = generated()
+    stale = [path for path, text in files.items() if not path.is_file() or path.read_text() != text]
+    if "--check" in argv:
+        for path in stale:
+            print(f"{path.relative_to(ROOT)} is stale: run scripts/study-figures.py (make figures)", file=sys.stderr)
+        return 1 if stale else 0
+    for path in stale:
+        path.write_text(files[path])
+        print(f"wrote {path.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
