@@ -15,6 +15,7 @@ a figure with an interval in a README is not in its study's figures.md, or a fig
 from __future__ import annotations
 
 import json
+import math
 import re
 import statistics
 import sys
@@ -23,7 +24,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from esbench.analysis import compare
+from esbench.analysis import compare, stats
 from esbench.api import models
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,6 +41,7 @@ INTERVAL = re.compile(rf"(?:({_NUMBER}) ?% ?)?\**\[({_NUMBER}) ?%?, ({_NUMBER}) 
 def intervals(text: str) -> list[tuple[str, list[float | None], int]]:
     """Every figure with an interval in a text: as written, its (change, low, high), the decimals written."""
     found = []
+    text = "\n".join(re.sub(r"^\s*>\s?", "", line) for line in text.splitlines())  # a quote's lines too
     for match in INTERVAL.finditer(" ".join(text.split())):
         written = [group.replace(",", "") if group else None for group in match.groups()]
         decimals = max(len(g.partition(".")[2]) for g in written if g)
@@ -49,7 +51,30 @@ def intervals(text: str) -> list[tuple[str, list[float | None], int]]:
 
 # Figures with an interval that a README quotes but no file in results/ holds: where each comes from.
 # figures.md lists them under their own heading; the test holds the README to them like to the rest.
-NOT_FROM_RESULTS: dict[str, dict[str, str]] = {}
+_JIT = "computed afterwards from results/sweep/runs (node CPU net of idle less `jit_cpu.time`, paired by race, Benjamini-Hochberg over six), not by this script"
+_CROSSOVER = "computed afterwards from results/sweep-integer-range/runs (statsmodels OLS of the log ratio on the order, the AB/BA crossover model, raw intervals), not by this script"
+NOT_FROM_RESULTS: dict[str, dict[str, str]] = {
+    "001-range-queries-cpu": {
+        "+11.3 % [+0.8, +23.0]": _CROSSOVER, "+1.2 % [-7.0, +10.0]": _CROSSOVER,
+        "+10.2 % [-0.2, +21.7]": _CROSSOVER, "+10.2 % [+1.3, +19.8]": _CROSSOVER,
+        "+7.9 % [-0.6, +17.1]": _JIT, "-0.7 % [-14.1, +14.9]": _JIT, "+57.6 % [+43.1, +73.5]": _JIT,
+        "+59.0 % [+45.6, +73.6]": _JIT, "+62.4 % [+53.0, +72.4]": _JIT, "+65.4 % [+51.2, +80.9]": _JIT,
+        **dict.fromkeys(("+8.0 % [-9.5, +28.9]", "-2.8 % [-18.7, +16.1]", "+65.0 % [+30.9, +108.1]",
+                         "+75.4 % [+37.4, +123.9]", "+78.1 % [+42.7, +122.3]", "+77.3 % [+41.4, +122.3]",
+                         "-2.0 % [-13.4, +10.8]"), "the previous sweep of 2026-11-28 03:34 (each form 20 s first), results in git history at 142bf3e"),
+        **dict.fromkeys(("+80.7 % [-30.6, +370.8]", "+61.8 % [-30.5, +276.7]"), "the sweep of 2026-11-28 00:30 without warm-up tasks, results in git history at 112e283"),
+    },
+    "002-best-compression-io": {
+        **dict.fromkeys(("+99.2 % [-29.4, +461.9]", "+109.0 % [-28.0, +506.4]", "[-75.3, +958.8]"), "sweep-map.yaml's first run (2026-11-29 00:41, corpus writeback), results in git history at 266a069"),
+        **dict.fromkeys(("+63.5 % [-50.6, +441.6]", "+86.3 % [-44.4, +524.0]", "-85.0 % [-96.6, -33.5]"), "sweep-map-40kb-3600mi.yaml's first run (2026-11-29 04:53, corpus writeback), results in git history at e8df0ff"),
+    },
+    "004-indexing-curves": {
+        **dict.fromkeys(("+9.7 % [-11.8, +36.3]", "+18.7 % [-8.3, +53.5]", "+16.4 % [-4.5, +41.9]"), "curve-bulk-size.yaml's first run (2026-11-27, corpus writeback), results in git history at 04a6ff0"),
+        **dict.fromkeys(("+5.9 % [-15.4, +32.5]", "+12.2 % [-25.2, +68.4]", "-16.8 % [-48.5, +34.3]",
+                         "-30.6 % [-51.7, -0.3]"), "curve-clients.yaml's first run (2026-11-27, corpus writeback), results in git history at 04a6ff0"),
+        **dict.fromkeys(("+27.2 % [-9.6, +79.1]", "+21.5 % [-14.2, +72.1]"), "curve-refresh.yaml's first run (2026-11-27, corpus writeback, a faster host), results in git history at 04a6ff0"),
+    },
+}
 
 # The comparisons a study's README quotes beyond each sweep's primary questions and contrasts:
 # these metrics, for every task that has them, in every sweep of the study.
@@ -77,6 +102,13 @@ PER_RUN = {
                             ("index-append", "process_cpu.percent"), ("index-append", "error_rate"),
                             ("index-append", "io.write_bytes"), ("cluster", "store_size"),
                             ("cluster", "segment_count"), ("cluster", "merge_time")),
+}
+# Questions a README asks of a sweep's runs beyond the sweep's own, each variant task against a
+# baseline task of the same race, paired by race on the logarithms (exploratory, uncorrected):
+# (sweep folder, metric, baseline task, variant task).
+PAIRED = {
+    "000-source-filtering": tuple((sweep, "service_time.p50", f"paginate-source-{field}", f"paginate-fields-{field}")
+                                  for sweep in ("sweep", "sweep-fixed-order") for field in ("title", "body")),
 }
 # The tasks whose per-run figures are left out: a warm-up or a build step, not a measurement.
 SKIPPED_TASKS = re.compile(r"^(warm-up-|delete-|create-|cluster-health|refresh|force-merge|flush|restore|wait-)")
@@ -317,6 +349,29 @@ def per_run(sweep: Sweep, wanted: list[tuple[str, str]]) -> list[str]:
     return out
 
 
+def paired_afterwards(study: str, sweep: Sweep) -> list[str]:
+    rows = []
+    for folder, metric, baseline, variant in PAIRED.get(study, ()):
+        if folder != sweep.folder:
+            continue
+        for cell in sweep.cells:
+            pairs = [(values.get((baseline, metric)), values.get((variant, metric)))
+                     for values in (sweep.values[run["name"]] for run in sweep.counted(cell))]
+            logs = [math.log(b / a) for a, b in pairs if a and b]
+            if len(logs) < 2:
+                continue
+            shift = stats.paired(logs)
+            low, high = shift.interval(0.05)
+            percent = lambda x: 100 * (math.exp(x) - 1)  # noqa: E731
+            rows.append((sweep.label(cell), variant, baseline, metric, len(logs),
+                         f"{percent(shift.estimate):+.1f} % [{percent(low):+.1f}, {percent(high):+.1f}]",
+                         p(shift.p_value)))
+    if not rows:
+        return []
+    return ["### Paired afterwards (exploratory: uncorrected 95 % intervals, paired by race)", "",
+            *table(("cell", "variant", "against", "metric", "n", "change [95 % interval]", "p"), rows)]
+
+
 def sweep_section(study: str, sweep: Sweep) -> list[str]:
     status = sweep.status
     lines = [f"## results/{sweep.folder}/ ({sweep.name})", "",
@@ -332,6 +387,7 @@ def sweep_section(study: str, sweep: Sweep) -> list[str]:
     found = contrasts(sweep)
     if found:
         lines += ["### Contrasts (each variant against the baseline task of the same race)", "", *found]
+    lines += paired_afterwards(study, sweep)
     quoted = [row for row in comparison if row.get("family") != "primary" and row["metric"] in QUOTED.get(study, ())]
     quoted = [row for row in quoted if any(cell.get("changeLowPercent") is not None for cell in row["cells"])]
     if quoted:
