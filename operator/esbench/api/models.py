@@ -1,4 +1,4 @@
-"""The API of esbench.io/v1alpha1: the Experiment and ExperimentSweep resources, and the race report.
+"""The API of esbench.io/v1alpha1: the Experiment, ExperimentSweep and ExperimentSchedule resources, and the race report.
 
 These models are the one source of the API. The CRDs (api/crds.py, written to crds/ by
 scripts/generate-api.py), local admission (api/validation.py) and the API reference
