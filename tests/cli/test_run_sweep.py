@@ -27,7 +27,7 @@ SWEEP = {
             "workload": {"track": "smoke", "testMode": True, "trackParams": {"doc_count": 500}},
         },
         "matrix": [{"field": "index.codec", "values": ["default", "best_compression"]}],
-        "repetitions": 1,
+        "repetitions": 1, "order": "Interleaved", "warmupRuns": 0,  # the resume below follows c0 then c1
         "statistics": {"primary": [{"task": "index-append", "metric": "throughput.median"}]},
     },
 }

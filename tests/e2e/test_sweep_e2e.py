@@ -64,7 +64,9 @@ def test_sweep_runs_its_cells_one_after_another_on_one_shared_cluster_the_second
     path.repo, which the runner finds there; the second restores it."""
     template = quickstart(sweeps.cluster, test_mode=True)["spec"]
     template["workload"] = {**template["workload"], "track": "codec-search", "reuseIndex": True}
+    # c0 builds the index, c1 restores it: the cells' order, and no warm-up run to build it first.
     sweeps.create_sweep(SWEEP, {"template": template, "repetitions": 1, "clusterReuse": True,
+                                "order": "Interleaved", "warmupRuns": 0,
                                 "matrix": [{"field": "index.settings", "values": [{}, {"index.store.type": "niofs"}]}]})
     done = wait_for(lambda: sweeps.finished(SWEEP), 2 * RACE_TIMEOUT, what=f"sweep {SWEEP} to finish",
                     interval=POLL_SECONDS, diagnose=sweeps.diagnose)

@@ -56,7 +56,7 @@ def test_the_operator_killed_at_random_points_leaves_everything_terminal_once_an
             "apiVersion": models.API_VERSION, "kind": models.SWEEP_KIND, "metadata": {"name": "chaos"},
             "spec": {"template": {"elasticsearch": {"version": "8.15.3"}, "workload": {"track": "smoke"}},
                      "matrix": [{"field": "index.codec", "values": ["default", "best_compression"]}],
-                     "repetitions": 2}})
+                     "repetitions": 2, "warmupRuns": 0}})
         for _ in range(KILLS):
             stop.wait(chaos.uniform(0.3, 3.0))
             operator.kill()

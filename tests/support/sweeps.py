@@ -14,6 +14,10 @@ CODECS = [{"field": "index.codec", "values": ["default", "best_compression"]}]
 
 
 def create_sweep(apis, namespace: str, name: str, **spec) -> dict:
+    # The tests follow runs by name in the cells' order; the default order and warm-up run have
+    # their own test (test_sweeps.py's first).
+    spec.setdefault("order", "Interleaved")
+    spec.setdefault("warmupRuns", 0)
     body = {"apiVersion": models.API_VERSION, "kind": models.SWEEP_KIND, "metadata": {"name": name},
             "spec": {"template": TEMPLATE, **spec}}
     return apis.custom.create_namespaced_custom_object(models.GROUP, models.VERSION, namespace, models.SWEEP_PLURAL, body)

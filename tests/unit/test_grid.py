@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from typing import Any
 
@@ -48,10 +49,10 @@ def test_matrix_product_varies_the_first_axis_slowest_with_ids_and_labels():
     assert cells[3].spec["elasticsearch"]["version"] == "8.16.0"
 
 
-def test_a_template_without_matrix_is_one_cell_repeated():
+def test_a_template_without_matrix_is_one_cell_repeated_after_one_warmup_run_by_default():
     p = plan(repetitions=4)
     assert [(c.id, c.values, c.label) for c in p.cells] == [("c0", {}, "template")]
-    assert keys(p) == [("c0", r) for r in range(1, 5)]
+    assert keys(p) == [("w0", 1), *(("c0", r) for r in range(1, 5))]
 
 
 def test_exclude_drops_matching_cells():
@@ -226,17 +227,42 @@ def test_a_gate_naming_an_unknown_cell_is_invalid():
 # --- run order -------------------------------------------------------------------------------
 
 
-def test_interleaved_runs_rounds_of_every_cell():
-    assert keys(plan(CODECS, repetitions=2)) == [("c0", 1), ("c1", 1), ("c0", 2), ("c1", 2)]
+def test_interleaved_runs_rounds_of_every_cell_in_the_cells_order():
+    assert keys(plan(CODECS, repetitions=2, order="Interleaved", warmup_runs=0)) == [
+        ("c0", 1), ("c1", 1), ("c0", 2), ("c1", 2)]
 
 
 def test_sequential_runs_a_cells_repetitions_back_to_back():
-    assert keys(plan(CODECS, repetitions=2, order="Sequential")) == [("c0", 1), ("c0", 2), ("c1", 1), ("c1", 2)]
+    assert keys(plan(CODECS, repetitions=2, order="Sequential", warmup_runs=0)) == [
+        ("c0", 1), ("c0", 2), ("c1", 1), ("c1", 2)]
+
+
+def test_the_default_order_is_counterbalanced_every_cell_in_every_position_equally_often():
+    for cells in (2, 3, 4, 5):
+        rounds = cells if cells % 2 == 0 else 2 * cells  # a Williams design's rows
+        p = plan(bulk_sizes(cells), repetitions=rounds, warmup_runs=0)
+        measured = [run for run in p.runs]
+        by_round = [[run.cell.id for run in measured if run.repetition == r] for r in range(1, rounds + 1)]
+        assert all(sorted(ids) == sorted(f"c{i}" for i in range(cells)) for ids in by_round)
+        positions = Counter((cell, position) for ids in by_round for position, cell in enumerate(ids))
+        assert set(positions.values()) == {rounds // cells}, positions
+        # ... and every cell follows every other equally often (first-order carry-over balanced).
+        follows = Counter((a, b) for ids in by_round for a, b in itertools.pairwise(ids))
+        assert len(follows) == cells * (cells - 1) and len(set(follows.values())) == 1
+
+
+def test_the_williams_rows_are_a_latin_square_and_cells_get_their_letters_from_the_seed():
+    assert [grid.williams_row(4, r) for r in range(4)] == [[0, 1, 3, 2], [1, 2, 0, 3], [2, 3, 1, 0], [3, 0, 2, 1]]
+    assert grid.williams_row(3, 3) == grid.williams_row(3, 0)[::-1]
+    assert grid.williams_row(2, 5) == [1, 0]
+    orders = {tuple(keys(plan(bulk_sizes(4), repetitions=4, seed=seed, warmup_runs=0))) for seed in range(8)}
+    assert len(orders) > 1  # the seed assigns the letters
+    assert keys(plan(bulk_sizes(4), repetitions=4, seed=3)) == keys(plan(bulk_sizes(4), repetitions=4, seed=3))
 
 
 def test_shuffled_rounds_are_seeded_permutations_of_every_cell():
     def shuffled(seed: int) -> list[tuple[str, int]]:
-        return keys(plan(bulk_sizes(8), repetitions=3, order="Shuffled", seed=seed))
+        return keys(plan(bulk_sizes(8), repetitions=3, order="Shuffled", seed=seed, warmup_runs=0))
 
     order = shuffled(7)
     assert order == shuffled(7)
@@ -244,12 +270,13 @@ def test_shuffled_rounds_are_seeded_permutations_of_every_cell():
     for repetition in (1, 2, 3):
         round_ = order[(repetition - 1) * 8:repetition * 8]
         assert sorted(round_) == sorted((f"c{i}", repetition) for i in range(8))
-    assert order != keys(plan(bulk_sizes(8), repetitions=3))  # 8! orders: not the interleaved one
+    # 8! orders: not the interleaved one
+    assert order != keys(plan(bulk_sizes(8), repetitions=3, order="Interleaved", warmup_runs=0))
 
 
 @pytest.mark.parametrize("order", list(models.RunOrder))
 def test_every_run_appears_exactly_once_in_every_order(order):
-    runs = keys(plan(CODECS, VERSIONS, repetitions=3, order=order))
+    runs = keys(plan(CODECS, VERSIONS, repetitions=3, order=order, warmup_runs=0))
     assert Counter(runs) == Counter((f"c{c}", r) for c in range(4) for r in (1, 2, 3))
 
 
@@ -296,7 +323,7 @@ def test_a_gate_on_the_baseline_itself_is_an_error():
 
 
 def test_warmup_runs_go_first_on_each_shared_cluster_as_cells_of_their_own():
-    p = plan(CODECS, VERSIONS, repetitions=1, warmup_runs=2)
+    p = plan(CODECS, VERSIONS, repetitions=1, warmup_runs=2, order="Interleaved")
     assert keys(p)[:4] == [("w0", 1), ("w0", 2), ("w1", 1), ("w1", 2)]
     assert [c.id for c in p.cells] == ["c0", "c1", "c2", "c3"], "warm-up cells are never compared"
     warm = {run.cell.id: run.cell for run in p.runs[:4]}

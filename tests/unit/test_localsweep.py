@@ -56,7 +56,8 @@ def test_runs_come_in_the_operators_plan_order_and_a_failed_one_is_retried_first
         first_try_of_c1_r1 = (step.run.cell.id, step.run.repetition, step.attempt) == ("c1", 1, 1)
         runs.append(made(step, spec, succeeded=not first_try_of_c1_r1))
         assert step.shared, "one elasticsearch spec and one track: one node for every run"
-    assert order == [("w0", 1, 1), ("c0", 1, 1), ("c1", 1, 1), ("c1", 1, 2), ("c0", 2, 1), ("c1", 2, 1)]
+    # Counterbalanced (the default): the seed gives c1 the first place in round 1, c0 in round 2.
+    assert order == [("w0", 1, 1), ("c1", 1, 1), ("c1", 1, 2), ("c0", 1, 1), ("c0", 2, 1), ("c1", 2, 1)]
 
 
 def test_an_interrupted_sweep_resumes_without_losing_or_repeating_a_run(tmp_path):
@@ -113,6 +114,7 @@ def test_the_status_is_the_operators_and_the_exit_status_follows_gates_then_fail
                                                     "2026-11-26T10:00:00Z")
     state = models.SweepStatus.model_validate(document["status"])
     assert state.phase == models.SweepPhase.SUCCEEDED and state.baseline == "c0"
+    # Two rounds leave no run to test the order effect with: no OrderEffect condition yet.
     assert {c["type"]: c["status"] for c in document["status"]["conditions"]} == {"Complete": "True",
                                                                                  "GatesPassed": "False"}
     assert localsweep.exit_code(report) == localsweep.EXIT_GATE_FAILED  # c1 is 30 % slower

@@ -149,7 +149,7 @@ class Shift:
     spread: float  # the values' standard deviation, pooled: for planning runs
 
 
-def _t_shift(estimate: float, se: float, df: float, spread: float) -> Shift:
+def t_shift(estimate: float, se: float, df: float, spread: float) -> Shift:
     """A shift with its two-sided t-test and t interval; an exact one when nothing varies (a count
     that is always the same)."""
     if se == 0:
@@ -173,7 +173,7 @@ def welch(baseline: Sequence[float], contender: Sequence[float]) -> Shift:
     vb, vc = _variance(baseline) / nb, _variance(contender) / nc
     estimate = statistics.fmean(contender) - statistics.fmean(baseline)
     df = (vb + vc) ** 2 / (vb ** 2 / (nb - 1) + vc ** 2 / (nc - 1)) if vb + vc else math.inf
-    return _t_shift(estimate, math.sqrt(vb + vc), df, _pooled_spread(baseline, contender))
+    return t_shift(estimate, math.sqrt(vb + vc), df, _pooled_spread(baseline, contender))
 
 
 def paired(differences: Sequence[float]) -> Shift:
@@ -183,7 +183,7 @@ def paired(differences: Sequence[float]) -> Shift:
     n = len(differences)
     deviation = math.sqrt(_variance(differences))
     # spread: the per-run spread that gives this interval's width through detectable_shift(spread, n, n).
-    return _t_shift(statistics.fmean(differences), deviation / math.sqrt(n), n - 1, deviation / math.sqrt(2))
+    return t_shift(statistics.fmean(differences), deviation / math.sqrt(n), n - 1, deviation / math.sqrt(2))
 
 
 @functools.lru_cache(maxsize=4096)

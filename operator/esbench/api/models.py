@@ -1031,8 +1031,11 @@ class RoundAxis(Model):
 
 class RunOrder(str, Enum):
     # Every cell once per round, rounds one after another: slow drift (warm caches, a
-    # fragmenting disk, a noisy neighbour) spreads over all cells instead of biasing one.
-    INTERLEAVED = "Interleaved"
+    # fragmenting disk, a noisy neighbour) spreads over all cells instead of biasing one. Within
+    # a round, a node that still warms up favours whichever cell races last: Counterbalanced
+    # turns the order round by round so that no cell holds one position.
+    COUNTERBALANCED = "Counterbalanced"
+    INTERLEAVED = "Interleaved"  # the cells' own order in every round: the baseline always first
     SHUFFLED = "Shuffled"  # as Interleaved, with each round in a seeded random order
     SEQUENTIAL = "Sequential"  # all repetitions of a cell, then the next: open to drift
 
@@ -1065,7 +1068,7 @@ class Statistics(Model):
         False,
         description="Compare each contender's run with the baseline's run of the same round (the ratio of the two), "
                     "a paired t interval: drift between rounds (a node warming up over the sweep) cancels out. Needs "
-                    "order Interleaved or Shuffled and test WelchT.")
+                    "order Counterbalanced, Interleaved or Shuffled and test WelchT.")
     target_width_percent: float | None = Field(
         None, gt=0, le=200,
         description="With maxRepetitions: a cell gets further rounds while one of its primary comparisons has an "
@@ -1097,7 +1100,8 @@ class SweepSpec(Model):
         ("!has(self.statistics) || !has(self.statistics.paired) || !self.statistics.paired || "
          "((!has(self.order) || self.order != 'Sequential') && "
          "(!has(self.statistics.test) || self.statistics.test == 'WelchT'))",
-         "statistics.paired compares the runs of one round: it needs order Interleaved or Shuffled and test WelchT"),
+         "statistics.paired compares the runs of one round: it needs order Counterbalanced, Interleaved or Shuffled "
+         "and test WelchT"),
         ("!has(self.perRound) || !has(self.matrix) || !self.perRound.exists(r, self.matrix.exists(a, a.field == r.field))",
          "a field is either a matrix axis (compared) or perRound (varied, not compared), not both"),
         ("!has(self.compareWithin) || self.compareWithin.all(f, has(self.matrix) && "
@@ -1154,10 +1158,14 @@ class SweepSpec(Model):
         description="Clusters at work at once (runs at once without clusterReuse). Parallel runs share the nodes' "
                     "CPU, disks and network, and measure each other.")
     order: RunOrder = Field(
-        RunOrder.INTERLEAVED,
-        description="Interleaved runs every cell once per round so that drift spreads over all cells; Shuffled also "
-                    "shuffles each round (seeded); Sequential runs a cell's repetitions back to back.")
-    seed: int = Field(0, description="Seed of the Shuffled order.")
+        RunOrder.COUNTERBALANCED,
+        description="Counterbalanced runs every cell once per round, each round in the next row of a Williams "
+                    "design (seeded): over the rounds every cell races in every position equally often, so a node "
+                    "that warms up within a round cannot pose as an effect. Interleaved keeps the cells' order in "
+                    "every round (the baseline always first: within-round drift becomes a bias that pairing makes "
+                    "look precise); Shuffled shuffles each round (seeded); Sequential runs a cell's repetitions back "
+                    "to back.")
+    seed: int = Field(0, description="Seed of the Counterbalanced and Shuffled orders.")
     cluster_reuse: bool = Field(
         True, description="Cells with the same elasticsearch spec and track share one cluster owned by the sweep "
                           "(NAME-g<n>) and run one after another on it, each race with a fresh index (the track "
@@ -1165,7 +1173,7 @@ class SweepSpec(Model):
     # Right after a node starts, the JIT and the caches make the first races slower, which would
     # bias the first cells.
     warmup_runs: int = Field(
-        0, ge=0, le=10,
+        1, ge=0, le=10,
         description="Runs at the start of each shared cluster that are not counted (cells w0, w1, ...), so that JIT "
                     "warm-up and cold caches do not bias the first cells. Only with clusterReuse (or spec.target).")
     max_retries: int = Field(1, ge=0, le=5, description="Attempts after a failed run (not after InvalidSpec).")
@@ -1238,6 +1246,23 @@ class Corrections(Model):
     exploratory: Correction | None = None
 
 
+class OrderEffect(Model):
+    """A linear model of the figure's logarithm: a level per cell and per round, one slope for the
+    run's position in its round."""
+
+    task: str | None = None
+    metric: str | None = None
+    state: Literal["Detected", "NotDetected", "Confounded", "InsufficientData"] | None = Field(
+        None, description="Detected: the position explains the figure (Holm-adjusted p below 1 - confidence); "
+                          "Confounded: every cell raced in one position, so the two cannot be told apart.")
+    runs: int | None = None
+    per_position_percent: float | None = Field(None, description="The change from one position to the next.")
+    low_percent: float | None = None
+    high_percent: float | None = None
+    p_value: float | None = None
+    p_adjusted: float | None = None
+
+
 class SweepStatus(Model):
     phase: SweepPhase | None = None
     reason: str | None = None
@@ -1267,7 +1292,13 @@ class SweepStatus(Model):
     contrasts: Records | None = Field(
         None, description="Per cell, the template's workload.contrasts over the cell's repetitions, with the same "
                           "statistics as the comparison.")
-    gates: Records | None = None
+    gates: Records | None = Field(
+        None, description="Each gate's result: Passed (every contender's interval within the allowed regression), "
+                          "Failed (significantly worse beyond it), Undecided (the sweep ended with an interval "
+                          "reaching beyond it) or Pending, with a message.")
+    order_effects: list[OrderEffect] | None = Field(
+        None, description="Per primary question (or each task's throughput and service time medians), whether a run's "
+                          "position in its round explains its figure beyond its cell (condition OrderEffect).")
     conditions: Conditions | None = None
 
 

@@ -56,6 +56,10 @@ class Reason(StrEnum):
     RUNS_FAILED = "RunsFailed"
     GATES_PASSED = "GatesPassed"
     GATE_FAILED = "GateFailed"
+    GATE_UNDECIDED = "GateUndecided"
+    NO_ORDER_EFFECT = "NoOrderEffect"
+    ORDER_EFFECT_DETECTED = "OrderEffectDetected"
+    ORDER_CONFOUNDED = "OrderConfounded"
     # A schedule
     SCHEDULED = "Scheduled"
     SUSPENDED = "Suspended"
@@ -141,8 +145,16 @@ MEANINGS: dict[Reason, str] = {
                      "schedule's run refused so is tried again at its next look",
     Reason.COMPLETED: "every run of the sweep succeeded",
     Reason.RUNS_FAILED: "some runs of the sweep failed after their retries; the results of the others stay",
-    Reason.GATES_PASSED: "no contender is significantly worse than the baseline beyond a gate",
+    Reason.GATES_PASSED: "every gate passed: each contender's interval lies within the regression a gate allows",
     Reason.GATE_FAILED: "a gate failed: a contender is significantly worse than the baseline beyond it",
+    Reason.GATE_UNDECIDED: "the sweep ended and a gate cannot tell: a contender's interval reaches beyond the "
+                           "regression it allows without being significantly beyond it (more runs would settle it)",
+    Reason.NO_ORDER_EFFECT: "a run's position in its round did not explain its primary figures beyond its cell "
+                            "(the OrderEffect condition is False)",
+    Reason.ORDER_EFFECT_DETECTED: "a run's position in its round explains a primary figure beyond its cell: the node "
+                                  "drifted within rounds (status.orderEffects; also a Warning Event)",
+    Reason.ORDER_CONFOUNDED: "every cell raced in one position of every round (order Interleaved or Sequential): "
+                             "drift within a round cannot be told from an effect (also a Warning Event)",
     Reason.SCHEDULED: "a schedule's ticks start runs (its Scheduling condition)",
     Reason.SUSPENDED: "a schedule is suspended: no tick starts a run",
     Reason.WAITING: "a schedule's tick waits: a run is under way and concurrencyPolicy is Forbid, or it is suspended",

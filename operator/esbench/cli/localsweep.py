@@ -39,6 +39,7 @@ RUNS = "runs"
 NAMESPACE = "local"  # in the runs' metadata, where the operator writes the sweep's namespace
 EXIT_GATE_FAILED = 20
 EXIT_RUNS_FAILED = 21
+EXIT_GATE_UNDECIDED = 22
 
 
 class FolderInUse(Exception):
@@ -136,11 +137,15 @@ def sweep_document(stored: dict[str, Any], uid: str, rounds: sweepstate.Rounds, 
 
 
 def exit_code(report: sweepstate.StatusReport) -> int:
-    """0 when every run succeeded and every gate holds; else the first of: a gate failed, runs failed."""
-    if any(g["result"] == "Failed" for g in report.fields.get("gates", [])):
+    """0 when every run succeeded and every gate holds; else the first of: a gate failed, runs
+    failed, a gate cannot tell (a CI job must not read an undecided gate as a pass)."""
+    results = [g["result"] for g in report.fields.get("gates", [])]
+    if "Failed" in results:
         return EXIT_GATE_FAILED
     if report.fields["phase"] == SweepPhase.FAILED.value:
         return EXIT_RUNS_FAILED
+    if "Undecided" in results:
+        return EXIT_GATE_UNDECIDED
     return 0
 
 

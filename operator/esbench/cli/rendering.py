@@ -308,6 +308,11 @@ def print_sweep(console: Console, document: dict[str, Any]) -> None:
         console.print(table)
     for gate in state.get("gates", []):
         console.print(_gate_line(gate), highlight=False, soft_wrap=True)
+    order = next((c for c in state.get("conditions") or [] if c.get("type") == "OrderEffect"), None)
+    if order:
+        colour = "yellow" if order.get("status") == "True" else "green"
+        console.print(f"order: [{colour}]{order['reason']}[/] {escape(order.get('message', ''))}", highlight=False,
+                      soft_wrap=True)
 
 
 def _gate_line(gate: dict[str, Any]) -> str:

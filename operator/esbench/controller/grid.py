@@ -178,17 +178,43 @@ def cells(spec: models.SweepSpec, name: str, namespace: str) -> list[Cell]:
     return result
 
 
+def williams_row(size: int, row: int) -> list[int]:
+    """Row `row` of a Williams design for `size` treatments: a Latin square (every treatment in
+    every position once over its rows) in which each treatment also follows every other equally
+    often; an odd size needs its rows reversed as well, 2 * size rows in all."""
+    first = [0]
+    for step in range(1, size):
+        first.append((step + 1) // 2 if step % 2 else size - step // 2)
+    rows = size if size % 2 == 0 else 2 * size
+    row %= rows
+    shifted = [(symbol + row % size) % size for symbol in first]
+    return shifted[::-1] if row >= size else shifted
+
+
+def round_order(cells: list[Cell], repetition: int, order: models.RunOrder, seed: int) -> list[Cell]:
+    """The cells of one round (all, or those a further round runs) in the order they race.
+
+    Counterbalanced: the round's row of a Williams design over the cells, their letters drawn from
+    the seed, so that over the rounds every cell races in every position equally often and a node
+    that warms up run by run within a round spreads over the cells instead of favouring the last.
+    Interleaved keeps the cells' order in every round (its risk: the baseline always first).
+    """
+    if order == models.RunOrder.COUNTERBALANCED:
+        # The same seeded letters for the first rounds and for further ones (a subset of cells).
+        lettered = sorted(cells, key=lambda cell: random.Random(f"{seed}/{cell.id}").random())
+        return [lettered[symbol] for symbol in williams_row(len(lettered), repetition - 1)]
+    if order == models.RunOrder.SHUFFLED:
+        shuffled = list(cells)
+        random.Random(seed * 1000 + repetition).shuffle(shuffled)
+        return shuffled
+    return list(cells)
+
+
 def run_order(cell_list: list[Cell], repetitions: int, order: models.RunOrder, seed: int) -> list[Run]:
     if order == models.RunOrder.SEQUENTIAL:
         return [Run(cell, repetition) for cell in cell_list for repetition in range(1, repetitions + 1)]
-    shuffler = random.Random(seed)
-    runs = []
-    for repetition in range(1, repetitions + 1):
-        round_cells = list(cell_list)
-        if order == models.RunOrder.SHUFFLED:
-            shuffler.shuffle(round_cells)
-        runs.extend(Run(cell, repetition) for cell in round_cells)
-    return runs
+    return [Run(cell, repetition) for repetition in range(1, repetitions + 1)
+            for cell in round_order(cell_list, repetition, order, seed)]
 
 
 def baselines(cell_list: list[Cell], spec: models.SweepSpec) -> dict[str, str]:

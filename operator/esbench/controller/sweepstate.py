@@ -7,15 +7,14 @@ cluster.
 from __future__ import annotations
 
 import dataclasses
-import random
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from esbench.analysis import contrasts, stats
-from esbench.api.models import Gate, Phase, Results, RunOrder, SweepPhase, SweepSpec, Workload
+from esbench.analysis import compare, contrasts, ordereffect, stats
+from esbench.api.models import Gate, Phase, Results, SweepPhase, SweepSpec, Workload
 from esbench.api.reasons import Reason
 from esbench.controller import grid, manifests, names, status
 
@@ -23,6 +22,9 @@ COMPLETE = "Complete"
 
 
 GATES_PASSED = "GatesPassed"
+
+
+ORDER_EFFECT = "OrderEffect"
 
 
 # Failures a retry cannot mend: the same spec fails the same way.
@@ -89,8 +91,9 @@ def recorded_run(record: dict[str, Any]) -> dict[str, Any]:
     return {"metadata": {"name": record["name"], "labels": labels}, "status": child_status}
 
 
-def run_records(states: list[Progress]) -> list[dict[str, Any]]:
-    """What status.runs keeps of every attempt: enough to go on without the run itself."""
+def run_records(states: list[Progress], placed: dict[tuple[str, int], int] | None = None) -> list[dict[str, Any]]:
+    """What status.runs keeps of every attempt: enough to go on without the run itself, and the
+    place of a compared run in its round (`placed`: positions())."""
     records = []
     for state in states:
         for child in state.attempts:
@@ -98,6 +101,8 @@ def run_records(states: list[Progress]) -> list[dict[str, Any]]:
             record = {"name": child["metadata"]["name"], "cell": state.run.cell.id, "repetition": state.run.repetition,
                       "attempt": int(child["metadata"]["labels"][manifests.ATTEMPT_LABEL]),
                       "phase": child_status.get("phase") or Phase.PENDING.value}
+            if placed and state.run.key in placed:
+                record["position"] = placed[state.run.key]
             if child_status.get("reason"):
                 record["reason"] = child_status["reason"]
             if child_status.get("phase") == Phase.FAILED:
@@ -137,7 +142,7 @@ def with_rounds(plan: grid.Plan, spec: SweepSpec, runs: list[dict[str, Any]],
 
     Once every run of the last round has ended, each contender whose primary comparisons have an
     interval wider than the target (at alpha / the family's size: its width does not follow the
-    effect or its p-value) gets another round, interleaved with the baseline's; deterministic in
+    effect or its p-value) gets another round with the baseline, in the sweep's order; deterministic in
     the runs, so every reconcile (and a resumed local sweep) finds the same plan.
     """
     if not spec.max_repetitions:
@@ -170,9 +175,8 @@ def with_rounds(plan: grid.Plan, spec: SweepSpec, runs: list[dict[str, Any]],
         last += 1
         wanted = {plan.baselines[cell] for cell in still}
         cells = [*(cell for cell in plan.cells if cell.id in wanted), *(cell for cell in contenders if cell.id in still)]
-        if spec.order == RunOrder.SHUFFLED:
-            random.Random(spec.seed * 1000 + last).shuffle(cells)
-        plan = dataclasses.replace(plan, runs=[*plan.runs, *(grid.Run(cell, last) for cell in cells)])
+        further = grid.round_order(cells, last, spec.order, spec.seed)
+        plan = dataclasses.replace(plan, runs=[*plan.runs, *(grid.Run(cell, last) for cell in further)])
 
 
 def primary_widths(plan: grid.Plan, states: list[Progress], spec: SweepSpec) -> dict[str, float | None]:
@@ -240,23 +244,31 @@ def runs_to_start(plan: grid.Plan, states: dict[tuple[str, int], Progress], run_
 
 
 def gate_results(gates: list[Gate], rows: list[stats.Row], complete: bool) -> list[dict[str, Any]]:
-    """Each gate: Failed when a contender is significantly worse than allowed; Pending until complete."""
+    """Each gate, a non-inferiority test: Passed when every contender's interval (at its adjusted
+    level) stays within the regression allowed; Failed when a contender is significantly worse
+    beyond it; Undecided when the sweep has ended and an interval still reaches beyond it, so that
+    a regression measured with a wide interval never passes; Pending until then."""
     results = []
     for gate in gates:
         row = next((r for r in rows if r.subject == gate.task and r.metric.key == gate.metric), None)
         verdict = {"task": gate.task, "metric": gate.metric, "maxRegressionPercent": gate.max_regression_percent}
         cells = {c.cell: c for c in row.cells} if row else {}
+        higher_is_better = row is not None and row.metric.direction == compare.Direction.HIGHER_IS_BETTER
         contenders = gate.cells or [cell for cell, found in cells.items() if found.verdict != stats.Verdict.BASELINE]
-        regressions, missing, inconclusive = [], [], []
+        regressions, missing, undecided = [], [], []
         for cell in contenders:
             found = cells.get(cell)
             if found is None or found.change_percent is None:
                 missing.append(cell)
-            elif found.verdict in (stats.Verdict.INCONCLUSIVE, stats.Verdict.INSUFFICIENT_DATA):
-                inconclusive.append(cell)
-            elif found.verdict == stats.Verdict.WORSE and abs(found.change_percent) > gate.max_regression_percent:
+                continue
+            # The interval's worse end: the least the contender may have lost.
+            worse_end = found.low_percent if higher_is_better else found.high_percent
+            regression = None if worse_end is None else (-worse_end if higher_is_better else worse_end)
+            if found.verdict == stats.Verdict.WORSE and abs(found.change_percent) > gate.max_regression_percent:
                 regressions.append(f"{cell} {found.change_percent:+.1f}% ({_interval(found)}, "
                                    f"adjusted p={found.p_adjusted:.3g})")
+            elif found.p_value is None or regression is None or regression > gate.max_regression_percent:
+                undecided.append(f"{cell} {stats.change_text(_wire_cell(found))}")
         if regressions:
             verdict.update(result="Failed", message="significant regression beyond "
                            f"{gate.max_regression_percent}%: {', '.join(regressions)}")
@@ -264,12 +276,20 @@ def gate_results(gates: list[Gate], rows: list[stats.Row], complete: bool) -> li
             verdict.update(result="Pending", message="waiting for the sweep to finish")
         elif missing or not contenders:
             verdict.update(result="Failed", message=f"no comparison for {', '.join(missing) or 'any cell'}")
+        elif undecided:
+            verdict.update(result="Undecided", message=f"an interval reaches beyond the allowed "
+                           f"{gate.max_regression_percent}% regression: {', '.join(undecided)} (more runs would "
+                           "settle it)")
         else:
-            unsettled = f" ({', '.join(inconclusive)} inconclusive: more runs would settle it)" if inconclusive else ""
-            verdict.update(result="Passed",
-                           message=f"no significant regression beyond {gate.max_regression_percent}%{unsettled}")
+            verdict.update(result="Passed", message=f"every interval within the allowed {gate.max_regression_percent}%"
+                                                    " regression")
         results.append(verdict)
     return results
+
+
+def _wire_cell(found: stats.CellStats) -> dict[str, Any]:
+    return {"changePercent": found.change_percent, "changeLowPercent": found.low_percent,
+            "changeHighPercent": found.high_percent, **({"pValue": found.p_value} if found.p_value is not None else {})}
 
 
 def timing(records: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -307,6 +327,29 @@ def samples(plan: grid.Plan, states: list[Progress]) -> dict[str, list[Results]]
 def rounds(plan: grid.Plan, states: list[Progress]) -> dict[str, list[int]]:
     """The round (repetition) of each of samples()' results, in the same order."""
     return {cell: [state.run.repetition for state in found] for cell, found in _succeeded(plan, states).items()}
+
+
+def positions(plan: grid.Plan, reuse: bool) -> dict[tuple[str, int], int]:
+    """Each compared run's place in its round on its cluster (0: raced first), warm-up runs left out."""
+    compared = {cell.id for cell in plan.cells}
+    found: dict[tuple[str, int], int] = {}
+    for runs in groups(plan, reuse).values():
+        taken: dict[int, int] = defaultdict(int)
+        for run in runs:
+            if run.cell.id in compared:
+                found[run.key] = taken[run.repetition]
+                taken[run.repetition] += 1
+    return found
+
+
+def order_effects(plan: grid.Plan, states: list[Progress], spec: SweepSpec) -> list[ordereffect.OrderEffect]:
+    """Whether the runs' positions in their rounds explain the primary figures beyond the cells."""
+    placed = positions(plan, spec.cluster_reuse)
+    runs = [ordereffect.Run(cell, state.run.repetition, placed[state.run.key],
+                            Results.model_validate(state.latest["status"]["results"]))
+            for cell, found in _succeeded(plan, states).items() for state in found]
+    questions = spec.primary_questions() or ordereffect.default_questions(runs)
+    return ordereffect.order_effects(runs, questions, spec.statistics) if runs else []
 
 
 def _succeeded(plan: grid.Plan, states: list[Progress]) -> dict[str, list[Progress]]:
@@ -362,7 +405,7 @@ def status_report(plan: grid.Plan, states: list[Progress], run_groups: dict[str,
         "failures": _failures(states),
         "comparison": stats.to_wire(rows),
         "corrections": stats.corrections(rows),
-        "runs": run_records(states),
+        "runs": run_records(states, positions(plan, spec.cluster_reuse)),
     }
     spent = timing(fields["runs"])
     if spent:
@@ -370,13 +413,23 @@ def status_report(plan: grid.Plan, states: list[Progress], run_groups: dict[str,
     if contrast_rows:
         fields["contrasts"] = contrast_rows
     conditions = []
+    effects = order_effects(plan, states, spec)
+    if effects:
+        fields["orderEffects"] = ordereffect.to_wire(effects)
+    order_condition = _order_condition(effects)
+    if order_condition:
+        conditions.append(order_condition)
     gates = gate_results(spec.gates or [], rows, complete)
     if gates:
         fields["gates"] = gates
         failed_gates = [g for g in gates if g["result"] == "Failed"]
+        undecided_gates = [g for g in gates if g["result"] == "Undecided"]
         if failed_gates:
             conditions.append((GATES_PASSED, False, Reason.GATE_FAILED,
                                "; ".join(f"{g['task']} {g['metric']}: {g['message']}" for g in failed_gates)))
+        elif undecided_gates:
+            conditions.append((GATES_PASSED, False, Reason.GATE_UNDECIDED,
+                               "; ".join(f"{g['task']} {g['metric']}: {g['message']}" for g in undecided_gates)))
         elif complete:
             conditions.append((GATES_PASSED, True, Reason.GATES_PASSED, f"{len(gates)} gate(s) passed"))
     if complete and counts["failed"]:
@@ -392,6 +445,21 @@ def status_report(plan: grid.Plan, states: list[Progress], run_groups: dict[str,
         fields["completionTime"] = status.now()
     conditions.append((COMPLETE, complete, reason, message))
     return StatusReport(fields, conditions, complete)
+
+
+def _order_condition(effects: list[ordereffect.OrderEffect]) -> tuple[str, bool, str, str] | None:
+    """OrderEffect: True when the runs' positions explain a primary figure, or cannot be told from
+    the cells; its message says which and how much. None while no figure could be tested."""
+    detected = [w for e in effects if e.state == ordereffect.OrderState.DETECTED and (w := ordereffect.warning(e))]
+    if detected:
+        return ORDER_EFFECT, True, Reason.ORDER_EFFECT_DETECTED, "; ".join(detected)
+    confounded = [w for e in effects if e.state == ordereffect.OrderState.CONFOUNDED and (w := ordereffect.warning(e))]
+    if confounded:
+        return ORDER_EFFECT, True, Reason.ORDER_CONFOUNDED, confounded[0]
+    tested = sum(1 for e in effects if e.state == ordereffect.OrderState.NOT_DETECTED)
+    if not tested:
+        return None
+    return ORDER_EFFECT, False, Reason.NO_ORDER_EFFECT, f"no order effect on {tested} primary figure(s)"
 
 
 def group_of(run: grid.Run, run_groups: dict[str, list[grid.Run]]) -> str:
