@@ -347,7 +347,8 @@ def test_wire_form_is_compact_camel_case_json():
                         "cvPercent": 0.7906, "ciLow": 990.184, "ciHigh": 1009.82, "noisy": False, "verdict": "Baseline"}
     assert set(contender) == set(baseline) | {"changePercent", "changeLowPercent", "changeHighPercent",
                                               "rawChangeLowPercent", "rawChangeHighPercent", "pValue", "pAdjusted",
-                                              "detectablePercent", "widthPercent"}
+                                              "detectablePercent", "widthPercent", "equivalencePValue",
+                                              "equivalencePAdjusted"}
     assert contender["verdict"] == "Worse"
     assert throughput["cells"][3]["verdict"] == "InsufficientData" and "pValue" not in throughput["cells"][3]
 
@@ -510,3 +511,69 @@ def test_paired_a_a_sweeps_on_a_drifting_node_keep_false_verdicts_at_the_stated_
                                     rounds)
         false_sweeps += row.cells[1].verdict in (Verdict.BETTER, Verdict.WORSE)
     assert false_sweeps / sweeps <= alpha + monte_carlo_bound(alpha, sweeps)
+
+
+# --- what a verdict may rest on --------------------------------------------------------------------
+
+
+def test_ten_contenders_truly_at_the_margin_are_called_equivalent_at_most_at_the_stated_rate():
+    """Equivalent is its own family of tests (two one-sided tests per comparison), corrected for
+    their number as the difference tests are: ten contenders each truly +5 % (the margin), ten
+    runs, CV 5 %. Decided at the difference test's level, about 10 % of such sweeps called one of
+    them Equivalent."""
+    generator, sweeps, alpha = random.Random(31), 1000, 0.05
+    effects = {"c0": 0.0, **{f"c{i}": 0.05 for i in range(1, 11)}}
+    false_sweeps = 0
+    for _ in range(sweeps):
+        samples = simulated_sweep(generator, effects, 0.05, 10, 1)
+        [row] = stats.compare_cells(samples, "c0", primary=[("t0", "throughput.median")])
+        false_sweeps += any(c.verdict == Verdict.EQUIVALENT for c in row.cells)
+    assert false_sweeps / sweeps <= alpha + monte_carlo_bound(alpha, sweeps)
+
+
+def test_equivalence_is_two_one_sided_tests_against_the_margins():
+    shift = stats.welch([0.0, 0.1, -0.1, 0.05], [0.01, 0.11, -0.09, 0.06])
+    low, high = shift.interval(0.10)  # the 90 % interval lies within the margins exactly when TOST rejects at 5 %
+    assert (shift.equivalence(low - 1e-9, high + 1e-9) < 0.05) and shift.equivalence(low + 1e-3, high) > 0.05
+    assert stats.welch([5.0, 5.0], [5.0, 5.0]).equivalence(-0.01, 0.01) == 0.0
+
+
+def test_figures_that_did_not_vary_within_a_cell_give_a_difference_not_a_certain_verdict():
+    """Two runs each, 12 and 13 rejected requests: an interval of one point and p = 0 would make it
+    a certainty that no correction could touch."""
+    def counts(*values: float) -> list[models.Results]:
+        return [models.Results(tasks=[models.TaskResult(task="bulk", throughput=models.Throughput(
+            median=v, unit="docs/s"))]) for v in values]
+
+    [row] = stats.compare_cells({"a": counts(12, 12), "b": counts(13, 13)}, "a", primary=[("bulk", "throughput.median")])
+    contender = row.cells[1]
+    assert contender.verdict == Verdict.INSUFFICIENT_DATA and contender.p_value is None
+    assert contender.change_percent == pytest.approx(100 / 12)
+    # Paired ratios that did not vary (each round +10 %): the same.
+    [row] = stats.compare_cells({"a": counts(10, 20), "b": counts(11, 22)}, "a", models.Statistics(paired=True),
+                                [("bulk", "throughput.median")], {"a": [1, 2], "b": [1, 2]})
+    assert row.cells[1].verdict == Verdict.INSUFFICIENT_DATA and row.cells[1].change_percent == pytest.approx(10)
+    # Identical constant figures are no change at all.
+    [row] = stats.compare_cells({"a": counts(12, 12), "b": counts(12, 12)}, "a")
+    assert row.cells[1].verdict == Verdict.EQUIVALENT
+
+
+def test_a_paired_comparison_says_how_many_pairs_it_used_and_which_rounds_it_left_out():
+    samples = {"a": [run(1000 + d, 1) for d in (0, 5, -5, 3)], "b": [run(1100 + d, 1) for d in (2, 4, -3)]}
+    rows = stats.compare_cells(samples, "a", models.Statistics(paired=True), (), {"a": [1, 2, 3, 5], "b": [1, 2, 4]})
+    wire = stats.to_wire(rows)[0]["cells"][1]
+    assert (wire["n"], wire["pairs"], wire["unpairedRounds"]) == (3, 2, [3, 4, 5])
+
+
+def test_the_rank_test_compares_tied_figures_with_the_t_test_and_says_so():
+    """Counts that repeat (segments: 12, 12, 13): the rank test's p-value (tie-corrected) and its
+    interval (which assumes no ties) would disagree; the row takes WelchT and names it."""
+    def segments(*values: float) -> list[models.Results]:
+        return [models.Results(tasks=[models.TaskResult(task="bulk", throughput=models.Throughput(
+            median=v, unit="docs/s"))]) for v in values]
+
+    tests = models.Statistics(test=MANN_WHITNEY)
+    [row] = stats.compare_cells({"a": segments(12, 12, 13, 12), "b": segments(15, 16, 15, 15)}, "a", tests)
+    assert row.cells[1].test == WELCH and stats.to_wire([row])[0]["cells"][1]["test"] == "WelchT"
+    [row] = stats.compare_cells({"a": segments(12, 12.5, 13, 12.2), "b": segments(15, 16, 15.5, 15.2)}, "a", tests)
+    assert row.cells[1].test is None

@@ -22,9 +22,12 @@ this module turns the runs into what a reviewer of performance claims asks for:
   is taken at the adjusted level (alpha * p / adjusted p), so that it excludes no change exactly
   when the adjusted p-value is below alpha: the interval and the verdict never disagree.
 - **Three answers, not two.** Better or Worse when the interval excludes no change; Equivalent
-  when it lies within +-noiseThresholdPercent (evidence of no meaningful change); Inconclusive
+  when two one-sided tests place the change within +-noiseThresholdPercent (evidence of no
+  meaningful change), corrected over the family as the difference tests are; Inconclusive
   otherwise, with the runs per cell that would likely settle it. With fewer than two runs on a
-  side there is no interval: the change is a difference between single runs (InsufficientData).
+  side there is no interval: the change is a difference between single runs (InsufficientData);
+  likewise for a figure that did not vary within either cell (or whose paired differences did
+  not), where an interval of one point would make two runs a certainty.
 - **What the sweep could see.** Per cell the spread (CV) and the smallest effect the comparison
   could have found with 80 % power at its number of runs.
 
@@ -147,20 +150,27 @@ class Shift:
     p_value: float
     interval: Callable[[float], tuple[float, float]]  # alpha -> (low, high); +-inf: unbounded
     spread: float  # the values' standard deviation, pooled: for planning runs
+    # (low, high) -> the p-value of two one-sided tests that the shift lies within (low, high)
+    equivalence: Callable[[float, float], float]
 
 
 def t_shift(estimate: float, se: float, df: float, spread: float) -> Shift:
     """A shift with its two-sided t-test and t interval; an exact one when nothing varies (a count
     that is always the same)."""
     if se == 0:
-        return Shift(estimate, 0.0 if estimate else 1.0, lambda alpha: (estimate, estimate), 0.0)
-    p = float(2 * _scipy_special().stdtr(df, -abs(estimate) / se))  # the t distribution's survival function
+        return Shift(estimate, 0.0 if estimate else 1.0, lambda alpha: (estimate, estimate), 0.0,
+                     lambda low, high: 0.0 if low < estimate < high else 1.0)
+    stdtr = _scipy_special().stdtr  # the t distribution's cumulative function
+    p = float(2 * stdtr(df, -abs(estimate) / se))
 
     def interval(alpha: float) -> tuple[float, float]:
         half = _t_quantile(1 - alpha / 2, df) * se
         return estimate - half, estimate + half
 
-    return Shift(estimate, p, interval, spread)
+    def equivalence(low: float, high: float) -> float:
+        return float(max(stdtr(df, -(estimate - low) / se), stdtr(df, -(high - estimate) / se)))
+
+    return Shift(estimate, p, interval, spread, equivalence)
 
 
 def _pooled_spread(baseline: Sequence[float], contender: Sequence[float]) -> float:
@@ -222,10 +232,22 @@ def mann_whitney(baseline: Sequence[float], contender: Sequence[float]) -> Shift
         high = math.inf if lowest == 0 else differences[pairs - lowest]
         return low, high
 
-    return Shift(estimate, p, interval, spread)
+    def equivalence(low: float, high: float) -> float:
+        mannwhitneyu = _scipy_stats().mannwhitneyu
+        above = mannwhitneyu([c - low for c in contender], baseline, alternative="greater").pvalue
+        below = mannwhitneyu([c - high for c in contender], baseline, alternative="less").pvalue
+        return float(max(above, below))
+
+    return Shift(estimate, p, interval, spread, equivalence)
 
 
 SHIFTS = {Test.WELCH_T: welch, Test.MANN_WHITNEY_U: mann_whitney}
+
+
+def tied(*samples: Sequence[float]) -> bool:
+    """Whether two runs share a figure: the rank test's interval assumes they never do."""
+    values = [v for sample in samples for v in sample]
+    return len(set(values)) < len(values)
 
 
 @dataclass(frozen=True)
@@ -313,6 +335,11 @@ class CellStats:
     # narrow, independent of the effect (a width at the Holm level would follow the p-value).
     width_percent: float | None = None
     against: str | None = None  # a contender's baseline cell, where there are several
+    pairs: int | None = None  # paired: the rounds with a run in both cells, that the comparison used
+    unpaired_rounds: tuple[int, ...] = ()  # paired: rounds left out, a run missing in one of the cells
+    test: Test | None = None  # where it differs from the sweep's: WelchT for tied figures under MannWhitneyU
+    equivalence_p: float | None = None  # two one-sided tests against +-noiseThresholdPercent, raw ...
+    equivalence_p_adjusted: float | None = None  # ... and corrected over the family
 
 
 @dataclass(frozen=True)
@@ -335,6 +362,7 @@ class _Pending:
     scale: Scale
     n_baseline: int
     n_contender: int
+    equivalence_p: float
 
 
 def _direction_verdict(direction: Direction, shift: float) -> Verdict:
@@ -345,9 +373,11 @@ def _is_noisy(summary: Summary | None, threshold: float) -> bool:
     return summary is not None and summary.cv_percent is not None and summary.cv_percent > threshold
 
 
-def _settle(cell: CellStats, pending: _Pending, p_adjusted: float, direction: Direction,
-            statistics_: models.Statistics, family_size: int | None) -> CellStats:
-    """The contender's interval at its adjusted level, and its verdict."""
+def _settle(cell: CellStats, pending: _Pending, p_adjusted: float, equivalence_adjusted: float,
+            direction: Direction, statistics_: models.Statistics, family_size: int | None) -> CellStats:
+    """The contender's interval at its adjusted level, and its verdict: Better or Worse by the
+    difference test, Equivalent by two one-sided tests against the noise threshold, each at its
+    family's corrected level."""
     alpha = round(1 - statistics_.confidence, 12)  # round: 1 - 0.95 is 0.050000000000000044
     # The level at which the interval excludes no change exactly when the adjusted p is below alpha.
     level = alpha * pending.shift.p_value / p_adjusted if p_adjusted > 0 else alpha
@@ -359,8 +389,7 @@ def _settle(cell: CellStats, pending: _Pending, p_adjusted: float, direction: Di
     needed = None
     if p_adjusted < alpha:
         verdict = _direction_verdict(direction, pending.shift.estimate)
-    elif (low, high) == (0, 0) or (low_percent is not None and high_percent is not None
-                                    and -threshold <= low_percent and high_percent <= threshold):
+    elif equivalence_adjusted < alpha:
         verdict = Verdict.EQUIVALENT
     else:
         verdict = Verdict.INCONCLUSIVE
@@ -374,7 +403,8 @@ def _settle(cell: CellStats, pending: _Pending, p_adjusted: float, direction: Di
     return replace(cell, verdict=verdict, low_percent=low_percent, high_percent=high_percent, width_percent=width,
                    raw_low_percent=_percent(pending.scale, raw_low), raw_high_percent=_percent(pending.scale, raw_high),
                    p_value=pending.shift.p_value, p_adjusted=p_adjusted, runs_needed=needed,
-                   detectable_percent=detectable)
+                   detectable_percent=detectable, equivalence_p=pending.equivalence_p,
+                   equivalence_p_adjusted=equivalence_adjusted)
 
 
 def group_baselines(groups: Sequence[compare.Group], within: Sequence[str] = ()) -> dict[str, str]:
@@ -481,7 +511,7 @@ def compare_cells(
             baseline_values = by_cell.get(against)
             baseline_summary = summarize(baseline_values, statistics_.confidence) if baseline_values else None
             noisy = _is_noisy(summary, threshold) or _is_noisy(baseline_summary, threshold)
-            change = None
+            change, details = None, {}
             if baseline_values:
                 on = scale(baseline_values, by_cell[cell])
                 b, c = on.values(baseline_values), on.values(by_cell[cell])
@@ -489,24 +519,40 @@ def compare_cells(
                     by_round = dict(zip(round_of[key][against], b, strict=True))
                     pairs = [(by_round[r], v) for r, v in zip(round_of[key][cell], c, strict=True) if r in by_round]
                     b, c = [x for x, _ in pairs], [y for _, y in pairs]
+                    details = {"pairs": len(pairs), "unpaired_rounds": tuple(sorted(
+                        set(round_of[key][against]).symmetric_difference(round_of[key][cell])))}
+                test = statistics_.test
+                if test == Test.MANN_WHITNEY_U and tied(b, c):
+                    test = details["test"] = Test.WELCH_T
                 if len(b) > 1 and len(c) > 1:
-                    shift = (paired([y - x for x, y in zip(b, c, strict=True)]) if pairing
-                             else SHIFTS[statistics_.test](b, c))
-                    pending[family].append(_Pending(len(rows), len(cells), shift, on, len(b), len(c)))
+                    shift = (paired([y - x for x, y in zip(b, c, strict=True)]) if pairing else SHIFTS[test](b, c))
                     change = _percent(on, shift.estimate)
+                    # Figures that did not vary within a cell (a count, two runs) give an "exact"
+                    # difference: no evidence of how they would vary, so no verdict.
+                    if shift.spread > 1e-9 * abs(shift.estimate) or shift.estimate == 0:  # beyond rounding
+                        margins = on.from_percent(-threshold), on.from_percent(threshold)
+                        if None in margins:  # a baseline of zero: no margin but "none at all"
+                            margins = (-math.ulp(0.0), math.ulp(0.0))
+                        equivalence_p = shift.equivalence(*margins)
+                        pending[family].append(_Pending(len(rows), len(cells), shift, on, len(b), len(c),
+                                                        equivalence_p))
                 elif b and c:  # a difference between single runs (or a mean): no interval, no verdict
                     change = _percent(on, statistics.fmean(c) - statistics.fmean(b))
                 # Else paired, and no round has the figure in both cells (e.g. a figure only some races
                 # report): no change to state.
             cells.append(CellStats(cell, summary, change, noisy, Verdict.INSUFFICIENT_DATA,
-                                   against=against if named else None))
+                                   against=against if named else None, **details))
         rows.append(Row(key[0], key[1], first[key].metric, units.get(key), cells, family))
 
     for family, comparisons in pending.items():
-        for item, p_adjusted in zip(comparisons, adjust([c.shift.p_value for c in comparisons], family), strict=True):
+        # Difference and equivalence are two families of tests, each corrected for its number.
+        differences = adjust([c.shift.p_value for c in comparisons], family)
+        equivalences = adjust([c.equivalence_p for c in comparisons], family)
+        for item, p_adjusted, equivalence_adjusted in zip(comparisons, differences, equivalences, strict=True):
             row = rows[item.row]
-            row.cells[item.position] = _settle(row.cells[item.position], item, p_adjusted, row.metric.direction,
-                                               statistics_, len(comparisons) if family == Family.PRIMARY else None)
+            row.cells[item.position] = _settle(row.cells[item.position], item, p_adjusted, equivalence_adjusted,
+                                               row.metric.direction, statistics_,
+                                               len(comparisons) if family == Family.PRIMARY else None)
     return rows
 
 
@@ -560,6 +606,11 @@ def to_wire(rows: Sequence[Row]) -> list[dict[str, Any]]:
                     "runsNeeded": c.runs_needed,
                     "detectablePercent": _round(c.detectable_percent, 3),
                     "widthPercent": _round(c.width_percent, 4),
+                    "equivalencePValue": _round(c.equivalence_p, 4),
+                    "equivalencePAdjusted": _round(c.equivalence_p_adjusted, 4),
+                    "pairs": c.pairs,
+                    "unpairedRounds": list(c.unpaired_rounds) or None,
+                    "test": c.test.value if c.test else None,
                     "noisy": c.noisy,
                     "verdict": c.verdict.value,
                     "against": c.against,
