@@ -424,30 +424,6 @@ def test_intervals_cover_the_true_effect_at_their_nominal_rate(test, cv):
         assert covered / trials <= 0.95 + monte_carlo_bound(0.95, trials)
 
 
-def test_rounds_until_the_interval_is_narrow_keep_false_verdicts_at_the_stated_rate():
-    """Further rounds stop on the primary intervals' width (as sweepstate.with_rounds does), which
-    does not follow the effect: A/A sweeps that grow from 3 to 8 runs keep their false verdicts."""
-    generator, sweeps, alpha, target = random.Random(13), 300, 0.05, 8.0
-    primary = [(f"t{task}", "throughput.median") for task in range(2)]
-    false_sweeps, grown = 0, 0
-    for number in range(sweeps):
-        cv = (0.02, 0.05, 0.1)[number % 3]
-        samples = simulated_sweep(generator, {"c0": 0, "c1": 0, "c2": 0}, cv, 3, 2)
-        while True:
-            rows = stats.compare_cells(samples, "c0", primary=primary)
-            widths = [c.width_percent for r in rows if r.family == stats.Family.PRIMARY for c in r.cells
-                      if c.verdict != Verdict.BASELINE]
-            if all(w is not None and w <= target for w in widths) or len(samples["c0"]) == 8:
-                break
-            more = simulated_sweep(generator, {"c0": 0, "c1": 0, "c2": 0}, cv, 1, 2)
-            samples = {cell: runs + more[cell] for cell, runs in samples.items()}
-            grown += 1
-        false_sweeps += any(c.verdict in (Verdict.BETTER, Verdict.WORSE) for r in rows
-                            if r.family == stats.Family.PRIMARY for c in r.cells)
-    assert grown > sweeps  # the noisier sweeps did grow
-    assert false_sweeps / sweeps <= alpha + monte_carlo_bound(alpha, sweeps)
-
-
 # --- paired rounds ------------------------------------------------------------------------------
 
 

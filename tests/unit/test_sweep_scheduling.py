@@ -409,8 +409,8 @@ def test_further_rounds_go_on_for_the_cells_whose_primary_interval_is_too_wide_u
     # Two rounds of every cell, then rounds of the baseline and the wide cell only, up to 4.
     assert made == [("c0", 1), ("c1", 1), ("c2", 1), ("c0", 2), ("c1", 2), ("c2", 2),
                     ("c0", 3), ("c2", 3), ("c0", 4), ("c2", 4)]
-    assert "within the target 10 pp" in rounds.stopped["c1"] and "after 2 runs" in rounds.stopped["c1"]
-    assert rounds.stopped["c2"].startswith("maxRepetitions 4 reached with primary intervals")
+    assert "settled after 2 runs" in rounds.stopped["c1"]  # 10 % slower, clearly
+    assert rounds.stopped["c2"].startswith("maxRepetitions 4 reached with primary questions unsettled")
     report = sweepstate.status_report(rounds.plan, sweepstate.progress(rounds.plan, runs, 1), {}, {}, spec, [], None,
                                       rounds.stopped)
     assert report.complete and report.fields["progress"]["summary"] == "10/10"
@@ -429,15 +429,15 @@ def test_with_compare_within_further_rounds_run_the_wide_cells_and_their_own_bas
     assert [c.get("baseline", False) for c in report.fields["cells"]] == [True, False, True, False]
 
 
-def test_rounds_stop_on_the_intervals_width_never_on_the_effect():
+def test_a_contender_stops_once_its_primary_questions_are_settled_and_noise_runs_to_the_maximum():
     spec, p = adaptive_plan(CODECS)
-    same_spread = [1000, 1004, 998, 1002]
-    runs_without, _ = play(spec, p, {"c0": QUIET, "c1": same_spread})
-    runs_with, _ = play(spec, p, {"c0": QUIET, "c1": [f * 1.3 for f in same_spread]})  # +30 %: significant
-    assert len(runs_without) == len(runs_with) == 4
-    loud_without, _ = play(spec, p, {"c0": LOUD, "c1": LOUD})
-    loud_with, _ = play(spec, p, {"c0": LOUD, "c1": [f * 1.3 for f in LOUD]})
-    assert len(loud_without) == len(loud_with) == 8
+    equal, rounds = play(spec, p, {"c0": QUIET, "c1": [1001, 1003, 999, 1002]})  # Equivalent at once
+    assert len(equal) == 4 and "settled after 2 runs" in rounds.stopped["c1"]
+    faster, rounds = play(spec, p, {"c0": QUIET, "c1": [f * 1.3 for f in QUIET]})  # +30 %: Better at once
+    assert len(faster) == 4 and "settled after 2 runs" in rounds.stopped["c1"]
+    assert rounds.looks["c1"] == stats.look(0.05, 2, 2, 4)  # what its comparison is decided at
+    loud, rounds = play(spec, p, {"c0": LOUD, "c1": LOUD})
+    assert len(loud) == 8 and rounds.stopped["c1"].startswith("maxRepetitions 4 reached")
 
 
 def test_without_max_repetitions_the_plan_is_fixed():

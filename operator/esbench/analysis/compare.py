@@ -17,7 +17,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -139,17 +139,22 @@ class Measurement:
     unit: str | None
 
 
-def measurements(results: models.Results) -> list[Measurement]:
-    """Every comparable figure of one Experiment's results, in display order."""
+def measurements(results: models.Results, keys: Collection[str] | None = None) -> list[Measurement]:
+    """Every comparable figure of one Experiment's results, in display order (only the metrics
+    named in `keys` when given: a sweep's looks at its primary questions need a few of many)."""
+    def wanted(metrics: list[tuple[Metric, Any]]) -> list[tuple[Metric, Any]]:
+        return metrics if keys is None else [(metric, get) for metric, get in metrics if metric.key in keys]
+
     found: list[Measurement] = []
+    task_metrics = wanted(TASK_METRICS)
     for task in results.tasks:
-        for metric, get in TASK_METRICS:
+        for metric, get in task_metrics:
             value, unit = get(task)
             found.append(Measurement(Section.TASK, task.task, metric, value, metric.unit or unit))
     cluster = results.cluster or models.ClusterResult()
-    for metric, attribute in CLUSTER_METRICS:
+    for metric, attribute in wanted(CLUSTER_METRICS):
         found.append(Measurement(Section.CLUSTER, "cluster", metric, getattr(cluster, attribute), metric.unit))
-    for metric, get in NODE_METRICS:
+    for metric, get in wanted(NODE_METRICS):
         values = [v for n in results.nodes or [] if (v := get(n)) is not None]
         value = sum(values) / len(values) if values else None
         found.append(Measurement(Section.NODES, "nodes", metric, value, metric.unit))

@@ -95,7 +95,7 @@ def order_effects(runs: Sequence[Run], questions: Iterable[tuple[str, str]],
                   statistics_: models.Statistics | None = None) -> list[OrderEffect]:
     """Per question (task, metric), the position's effect on the figure, Holm-corrected together."""
     statistics_ = statistics_ or models.Statistics()
-    alpha = round(1 - statistics_.confidence, 12)
+    alpha = stats.alpha_of(statistics_)
     found: list[OrderEffect] = []
     tested: list[tuple[int, float, float, float]] = []  # index, slope, standard error, df
     for task, metric in questions:

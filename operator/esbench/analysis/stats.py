@@ -258,16 +258,19 @@ class Scale:
     values: Callable[[Sequence[float]], list[float]]
     percent: Callable[[float], float | None]  # a shift on this scale, in % of the baseline
     from_percent: Callable[[float], float | None]
+    # An interval's width in % that does not follow the effect: on the log scale 100 * (high - low),
+    # whatever the ratio (a width in percentage points grows with it).
+    width: Callable[[float], float | None]
 
 
 def scale(baseline: Sequence[float], contender: Sequence[float]) -> Scale:
     if all(v > 0 for v in (*baseline, *contender)):
         return Scale(lambda vs: [math.log(v) for v in vs], lambda s: math.expm1(s) * 100,
-                     lambda p: math.log1p(p / 100) if p > -100 else None)
+                     lambda p: math.log1p(p / 100) if p > -100 else None, lambda w: w * 100)
     reference = abs(statistics.fmean(baseline))
     if not reference:
-        return Scale(list, lambda s: None, lambda p: None)
-    return Scale(list, lambda s: s / reference * 100, lambda p: p / 100 * reference)
+        return Scale(list, lambda s: None, lambda p: None, lambda w: None)
+    return Scale(list, lambda s: s / reference * 100, lambda p: p / 100 * reference, lambda w: w / reference * 100)
 
 
 def _percent(scale_: Scale, shift: float) -> float | None:
@@ -374,18 +377,19 @@ def _is_noisy(summary: Summary | None, threshold: float) -> bool:
 
 
 def _settle(cell: CellStats, pending: _Pending, p_adjusted: float, equivalence_adjusted: float,
-            direction: Direction, statistics_: models.Statistics, family_size: int | None) -> CellStats:
+            direction: Direction, statistics_: models.Statistics, family_size: int | None,
+            alpha: float | None = None) -> CellStats:
     """The contender's interval at its adjusted level, and its verdict: Better or Worse by the
     difference test, Equivalent by two one-sided tests against the noise threshold, each at its
-    family's corrected level."""
-    alpha = round(1 - statistics_.confidence, 12)  # round: 1 - 0.95 is 0.050000000000000044
+    family's corrected level; `alpha` is the level of the look that decides (sequential rounds),
+    else 1 - confidence."""
+    alpha = alpha or alpha_of(statistics_)
     # The level at which the interval excludes no change exactly when the adjusted p is below alpha.
     level = alpha * pending.shift.p_value / p_adjusted if p_adjusted > 0 else alpha
     low, high = pending.shift.interval(level)
     raw_low, raw_high = pending.shift.interval(alpha)
     margin = pending.scale.from_percent(statistics_.noise_threshold_percent)
     low_percent, high_percent = _percent(pending.scale, low), _percent(pending.scale, high)
-    threshold = statistics_.noise_threshold_percent
     needed = None
     if p_adjusted < alpha:
         verdict = _direction_verdict(direction, pending.shift.estimate)
@@ -398,13 +402,70 @@ def _settle(cell: CellStats, pending: _Pending, p_adjusted: float, equivalence_a
                                                           pending.n_contender, level))
     width = None
     if family_size:
-        planned_low, planned_high = (_percent(pending.scale, end) for end in pending.shift.interval(alpha / family_size))
-        width = None if planned_low is None or planned_high is None else planned_high - planned_low
+        planned_low, planned_high = pending.shift.interval(alpha / family_size)
+        width = None if math.isinf(planned_high - planned_low) else pending.scale.width(planned_high - planned_low)
     return replace(cell, verdict=verdict, low_percent=low_percent, high_percent=high_percent, width_percent=width,
                    raw_low_percent=_percent(pending.scale, raw_low), raw_high_percent=_percent(pending.scale, raw_high),
                    p_value=pending.shift.p_value, p_adjusted=p_adjusted, runs_needed=needed,
                    detectable_percent=detectable, equivalence_p=pending.equivalence_p,
                    equivalence_p_adjusted=equivalence_adjusted)
+
+
+def alpha_of(statistics_: models.Statistics) -> float:
+    return round(1 - statistics_.confidence, 12)  # round: 1 - 0.95 is 0.050000000000000044
+
+
+# --- sequential rounds ---------------------------------------------------------------------
+# With maxRepetitions a sweep looks at its primary comparisons after every round from
+# `repetitions` on, and a contender stops once they are settled. Looking at full alpha each time
+# would be optional stopping: the chance of a false verdict grows with every look. A group-
+# sequential design spends alpha over the looks instead (Lan-DeMets, with a spending function of
+# the Pocock type: early looks get more than an even share, so an obvious effect stops a sweep
+# early), and each look tests at the nominal level whose boundary, for the statistic's path over
+# the looks, crosses with exactly the alpha spent there. Stopping for any other reason
+# (equivalence, narrow intervals, the maximum) only makes a false verdict rarer.
+
+SPENDING_PATHS = 200_000  # simulated paths for the boundaries: a few % of each look's level
+
+
+@dataclass(frozen=True)
+class Look:
+    round: int  # the last round a contender's comparison takes (the baseline's later runs left out)
+    alpha: float  # the nominal level its primary comparisons are decided at
+
+
+def spent(alpha: float, fraction: float) -> float:
+    """The alpha spent by this fraction of the runs (Lan-DeMets, Pocock type)."""
+    return alpha * math.log(1 + (math.e - 1) * min(fraction, 1.0))
+
+
+@functools.lru_cache(maxsize=64)
+def _nominal_levels(alpha: float, first: int, most: int) -> tuple[float, ...]:
+    """Each look's two-sided nominal level, for looks after first..most runs. The z statistic of a
+    shift estimated from n runs is a random walk's sum over sqrt(n); its boundary at each look is
+    set, on seeded simulated paths that have not crossed before, so that the share crossing there
+    is the alpha spent at that look (what group-sequential software computes by integration)."""
+    import numpy as np  # with scipy (stats._scipy_stats), late
+
+    generator = np.random.default_rng(20261202)
+    walk = generator.normal(0.0, math.sqrt(first), SPENDING_PATHS)
+    open_ = np.ones(SPENDING_PATHS, dtype=bool)
+    levels = []
+    for runs in range(first, most + 1):
+        share = spent(alpha, runs / most) - (spent(alpha, (runs - 1) / most) if runs > first else 0.0)
+        z = np.abs(walk) / math.sqrt(runs)
+        crossing = int(round(share * SPENDING_PATHS))
+        candidates = np.sort(z[open_])
+        boundary = float(candidates[-crossing]) if 0 < crossing <= len(candidates) else math.inf
+        levels.append(float(2 * _scipy_special().ndtr(-boundary)))
+        open_ &= z < boundary
+        walk += generator.normal(0.0, 1.0, SPENDING_PATHS)
+    return tuple(levels)
+
+
+def look(alpha: float, runs: int, first: int, most: int) -> Look:
+    """The look after `runs` rounds of a sweep that looks first after `first` and at most `most`."""
+    return Look(runs, _nominal_levels(alpha, first, most)[runs - first])
 
 
 def group_baselines(groups: Sequence[compare.Group], within: Sequence[str] = ()) -> dict[str, str]:
@@ -444,6 +505,7 @@ def compare_cells(
     primary: Iterable[tuple[str, str]] = (),
     rounds: Mapping[str, Sequence[int]] | None = None,
     metrics: Collection[str] | None = None,
+    looks: Mapping[str, Look] | None = None,
 ) -> list[Row]:
     """One Row per (section, subject, metric) that has a value in any cell, in the order of
     compare.measurements (tasks, then cluster, then nodes); only the metrics (keys) named in
@@ -457,7 +519,9 @@ def compare_cells(
     partial results of a running sweep show what is there. `primary` names the (task, metric)
     pairs of the sweep's primary questions; every other row is exploratory. With
     statistics.paired, `rounds` gives each sample's round (in the samples' order), and a
-    contender is compared run against run with the baseline's run of the same round.
+    contender is compared run against run with the baseline's run of the same round. `looks`
+    (sequential rounds) gives a contender the round its comparison stops at and the level its
+    primary comparisons are decided at.
     """
     statistics_ = statistics_ or models.Statistics()
     _check_confidence(statistics_.confidence)
@@ -478,9 +542,7 @@ def compare_cells(
     units: dict[Key, str] = {}
     for cell, runs in samples.items():
         for position, results in enumerate(runs):
-            for m in compare.measurements(results):
-                if metrics is not None and m.metric.key not in metrics:
-                    continue
+            for m in compare.measurements(results, metrics):
                 key = (m.section, m.subject, m.metric.key)
                 first.setdefault(key, m)
                 # A missing or non-finite figure is no sample: nan would poison every statistic.
@@ -509,6 +571,11 @@ def compare_cells(
                 cells.append(CellStats(cell, summary, None, _is_noisy(summary, threshold), Verdict.BASELINE))
                 continue
             baseline_values = by_cell.get(against)
+            baseline_rounds = round_of[key][against] if rounds is not None and baseline_values else []
+            if looks and cell in looks and baseline_rounds:
+                # As the contender was judged when it stopped: the baseline's later rounds left out.
+                kept = [(v, r) for v, r in zip(baseline_values, baseline_rounds, strict=True) if r <= looks[cell].round]
+                baseline_values, baseline_rounds = [v for v, _ in kept] or None, [r for _, r in kept]
             baseline_summary = summarize(baseline_values, statistics_.confidence) if baseline_values else None
             noisy = _is_noisy(summary, threshold) or _is_noisy(baseline_summary, threshold)
             change, details = None, {}
@@ -516,11 +583,11 @@ def compare_cells(
                 on = scale(baseline_values, by_cell[cell])
                 b, c = on.values(baseline_values), on.values(by_cell[cell])
                 if pairing:
-                    by_round = dict(zip(round_of[key][against], b, strict=True))
+                    by_round = dict(zip(baseline_rounds, b, strict=True))
                     pairs = [(by_round[r], v) for r, v in zip(round_of[key][cell], c, strict=True) if r in by_round]
                     b, c = [x for x, _ in pairs], [y for _, y in pairs]
                     details = {"pairs": len(pairs), "unpaired_rounds": tuple(sorted(
-                        set(round_of[key][against]).symmetric_difference(round_of[key][cell])))}
+                        set(baseline_rounds).symmetric_difference(round_of[key][cell])))}
                 test = statistics_.test
                 if test == Test.MANN_WHITNEY_U and tied(b, c):
                     test = details["test"] = Test.WELCH_T
@@ -550,9 +617,11 @@ def compare_cells(
         equivalences = adjust([c.equivalence_p for c in comparisons], family)
         for item, p_adjusted, equivalence_adjusted in zip(comparisons, differences, equivalences, strict=True):
             row = rows[item.row]
-            row.cells[item.position] = _settle(row.cells[item.position], item, p_adjusted, equivalence_adjusted,
-                                               row.metric.direction, statistics_,
-                                               len(comparisons) if family == Family.PRIMARY else None)
+            cell = row.cells[item.position]
+            decided_at = looks[cell.cell].alpha if looks and cell.cell in looks and family == Family.PRIMARY else None
+            row.cells[item.position] = _settle(cell, item, p_adjusted, equivalence_adjusted, row.metric.direction,
+                                               statistics_, len(comparisons) if family == Family.PRIMARY else None,
+                                               decided_at)
     return rows
 
 

@@ -1071,9 +1071,9 @@ class Statistics(Model):
                     "order Counterbalanced, Interleaved or Shuffled and test WelchT.")
     target_width_percent: float | None = Field(
         None, gt=0, le=200,
-        description="With maxRepetitions: a cell gets further rounds while one of its primary comparisons has an "
-                    "interval wider than this, in percentage points (default twice noiseThresholdPercent, the "
-                    "width an Equivalent interval can have).")
+        description="With maxRepetitions: a contender whose primary questions are unsettled stops once each of their "
+                    "intervals is at most this wide, in % on the log scale (100 times the log ratio's width; default "
+                    "twice noiseThresholdPercent, the width an Equivalent interval can have).")
     primary: list[Question] | None = Field(
         None, max_length=20,
         description="The sweep's primary questions (with its gates'): their comparisons are corrected together by "
@@ -1149,10 +1149,12 @@ class SweepSpec(Model):
         description="Runs per cell. One run per configuration is noise; 5 or more make the tests meaningful.")
     max_repetitions: int | None = Field(
         None, ge=2, le=50,
-        description="Repetitions until the answer is clear: after `repetitions` rounds, further interleaved rounds "
-                    "run the baseline and every cell whose primary comparisons' intervals are wider than "
-                    "statistics.targetWidthPercent, up to this many runs per cell. The rounds stop on the intervals' "
-                    "width, never on significance (which would inflate false verdicts).")
+        description="Repetitions until the answer is clear: after `repetitions` rounds and after each further one, "
+                    "a contender stops once its primary questions are settled (Better, Worse or Equivalent) or their "
+                    "intervals are no wider than statistics.targetWidthPercent, else it runs another round with its "
+                    "baseline, up to this many runs per cell. Each look tests at a level from a group-sequential "
+                    "design (Lan-DeMets spending, Pocock type), so stopping early keeps the chance of a false "
+                    "verdict at 1 - confidence.")
     parallelism: int = Field(
         1, ge=1, le=50,
         description="Clusters at work at once (runs at once without clusterReuse). Parallel runs share the nodes' "

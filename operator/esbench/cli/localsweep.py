@@ -120,7 +120,8 @@ def sweep_document(stored: dict[str, Any], uid: str, rounds: sweepstate.Rounds, 
     states = sweepstate.progress(plan, runs, spec.max_retries)
     run_groups = sweepstate.groups(plan, spec.cluster_reuse)
     clusters = sweepstate.shared_clusters(plan, run_groups, spec.cluster_reuse, name)
-    report = sweepstate.status_report(plan, states, run_groups, clusters, spec, sweepstate.comparison(plan, states, spec),
+    rows = sweepstate.comparison(plan, states, spec, rounds.looks)
+    report = sweepstate.status_report(plan, states, run_groups, clusters, spec, rows,
                                       sweepstate.cell_contrasts(plan, states, spec), rounds.stopped)
     before = (previous or {}).get("status") or {}
     report.fields["startTime"] = before.get("startTime") or now

@@ -106,7 +106,8 @@ class SweepReconciler:
         if cached and cached[0] == succeeded:
             rows, contrast_rows = cached[1], cached[2]
         else:
-            rows, contrast_rows = sweepstate.comparison(plan, states, spec), sweepstate.cell_contrasts(plan, states, spec)
+            rows = sweepstate.comparison(plan, states, spec, rounds.looks)
+            contrast_rows = sweepstate.cell_contrasts(plan, states, spec)
         self._comparisons[sweep.uid] = (succeeded, rows, contrast_rows)
         report = sweepstate.status_report(plan, states, run_groups, clusters, spec, rows, contrast_rows, rounds.stopped)
         started = (body.get("status") or {}).get("startTime") or status.now()

@@ -134,44 +134,54 @@ def progress(plan: grid.Plan, runs: list[dict[str, Any]], max_retries: int,
 class Rounds:
     plan: grid.Plan  # with the further rounds so far
     stopped: dict[str, str]  # cell id: why it gets no further round
+    looks: dict[str, stats.Look] = field(default_factory=dict)  # each contender's look, for its comparison
 
 
 def with_rounds(plan: grid.Plan, spec: SweepSpec, runs: list[dict[str, Any]],
                 records: list[dict[str, Any]] = ()) -> Rounds:
     """The plan with the further rounds that spec.maxRepetitions and the results so far call for.
 
-    Once every run of the last round has ended, each contender whose primary comparisons have an
-    interval wider than the target (at alpha / the family's size: its width does not follow the
-    effect or its p-value) gets another round with the baseline, in the sweep's order; deterministic in
-    the runs, so every reconcile (and a resumed local sweep) finds the same plan.
+    Once every run of the last round has ended, the sweep looks at each contender's primary
+    comparisons at that look's level (stats.look: the alpha spent since the previous look). A
+    contender stops when they are settled (Better, Worse or Equivalent), when their intervals are
+    no wider than the target (at alpha / the family's size, on the log scale: a width that follows
+    neither the effect nor its p-value), or at maxRepetitions; the others get another round with
+    their baselines, in the sweep's order. Deterministic in the runs, so every reconcile (and a
+    resumed local sweep) finds the same plan.
     """
     if not spec.max_repetitions:
         return Rounds(plan, {})
+    alpha = stats.alpha_of(spec.statistics)
     compared = {cell.id for cell in plan.cells}
     contenders = [cell for cell in plan.cells if not plan.is_baseline(cell.id)]
     still = [cell.id for cell in contenders]
     stopped: dict[str, str] = {}
+    looks: dict[str, stats.Look] = {}
     target = spec.target_width_percent
     last = spec.repetitions
     while True:
+        current = {cell: stats.look(alpha, last, spec.repetitions, spec.max_repetitions) for cell in still}
         states = progress(plan, runs, spec.max_retries, records)
         if not all(s.final for s in states if s.run.cell.id in compared and s.run.repetition == last):
-            return Rounds(plan, stopped)
-        widths = primary_widths(plan, states, spec)
+            return Rounds(plan, stopped, {**looks, **current})
+        answers = primary_answers(plan, states, spec, {**looks, **current})
         for cell in list(still):
-            width = widths.get(cell)
-            if width is not None and width <= target:
-                still.remove(cell)
-                stopped[cell] = (f"primary intervals at most {width:.1f} pp wide after {last} runs, within the "
-                                 f"target {target:g} pp")
-        if still and last >= spec.max_repetitions:
-            for cell in still:
-                width = widths.get(cell)
-                stopped[cell] = (f"maxRepetitions {spec.max_repetitions} reached with primary intervals "
-                                 f"{'unbounded' if width is None else f'{width:.1f} pp'} wide (target {target:g} pp)")
-            still = []
+            settled, width = answers.get(cell, (False, None))
+            if settled:
+                stopped[cell] = f"primary questions settled after {last} runs (level {current[cell].alpha:.3g})"
+            elif width is not None and width <= target:
+                stopped[cell] = (f"primary intervals at most {width:.1f} % wide (log scale) after {last} runs, "
+                                 f"within the target {target:g} %")
+            elif last >= spec.max_repetitions:
+                stopped[cell] = (f"maxRepetitions {spec.max_repetitions} reached with primary questions unsettled, "
+                                 f"intervals {'unbounded' if width is None else f'{width:.1f} %'} wide "
+                                 f"(target {target:g} %)")
+            else:
+                continue
+            still.remove(cell)
+            looks[cell] = current[cell]
         if not still:
-            return Rounds(plan, stopped)
+            return Rounds(plan, stopped, looks)
         last += 1
         wanted = {plan.baselines[cell] for cell in still}
         cells = [*(cell for cell in plan.cells if cell.id in wanted), *(cell for cell in contenders if cell.id in still)]
@@ -179,24 +189,31 @@ def with_rounds(plan: grid.Plan, spec: SweepSpec, runs: list[dict[str, Any]],
         plan = dataclasses.replace(plan, runs=[*plan.runs, *(grid.Run(cell, last) for cell in further)])
 
 
-def primary_widths(plan: grid.Plan, states: list[Progress], spec: SweepSpec) -> dict[str, float | None]:
-    """Each contender's widest primary interval, in percentage points (None: not bounded yet)."""
+SETTLED = (stats.Verdict.BETTER, stats.Verdict.WORSE, stats.Verdict.EQUIVALENT)
+
+
+def primary_answers(plan: grid.Plan, states: list[Progress], spec: SweepSpec,
+                    looks: dict[str, stats.Look]) -> dict[str, tuple[bool, float | None]]:
+    """Each contender's primary questions at its look: all settled, and their widest interval
+    (None: not bounded yet)."""
     primary = spec.primary_questions()
     tasks = {task for task, _ in primary}
     by_cell = {cell: [r.model_copy(update={"tasks": [t for t in r.tasks if t.task in tasks]}) for r in runs]
                for cell, runs in samples(plan, states).items()}
     if not any(by_cell[baseline] for baseline in set(plan.baselines.values())):
         return {}
-    widths: dict[str, float | None] = {}
-    for row in stats.compare_cells(by_cell, plan.baselines, spec.statistics, primary, rounds(plan, states)):
+    answers: dict[str, tuple[bool, float | None]] = {}
+    for row in stats.compare_cells(by_cell, plan.baselines, spec.statistics, primary, rounds(plan, states),
+                                   metrics={metric for _, metric in primary}, looks=looks):
         if row.family != stats.Family.PRIMARY:
             continue
         for cell in row.cells:
             if cell.verdict == stats.Verdict.BASELINE:
                 continue
-            known = widths.get(cell.cell, 0.0)
-            widths[cell.cell] = None if known is None or cell.width_percent is None else max(known, cell.width_percent)
-    return widths
+            settled, known = answers.get(cell.cell, (True, 0.0))
+            width = None if known is None or cell.width_percent is None else max(known, cell.width_percent)
+            answers[cell.cell] = (settled and cell.verdict in SETTLED, width)
+    return answers
 
 
 def groups(plan: grid.Plan, reuse: bool) -> dict[str, list[grid.Run]]:
@@ -362,12 +379,14 @@ def _succeeded(plan: grid.Plan, states: list[Progress]) -> dict[str, list[Progre
     return found
 
 
-def comparison(plan: grid.Plan, states: list[Progress], spec: SweepSpec) -> list[stats.Row]:
+def comparison(plan: grid.Plan, states: list[Progress], spec: SweepSpec,
+               looks: dict[str, stats.Look] | None = None) -> list[stats.Row]:
+    """The cells compared, each contender at its look where the rounds are sequential (Rounds.looks)."""
     by_cell = samples(plan, states)
     if not any(by_cell.values()):
         return []
     return stats.compare_cells(by_cell, plan.baselines, spec.statistics, spec.primary_questions(),
-                               rounds(plan, states))
+                               rounds(plan, states), looks=looks)
 
 
 def cell_contrasts(plan: grid.Plan, states: list[Progress], spec: SweepSpec) -> list[dict[str, Any]]:
