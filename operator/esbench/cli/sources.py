@@ -124,6 +124,12 @@ def sweep_runs(path: Path) -> list[Path] | None:
     return sorted((path / RUNS).glob("*.json")) if path.is_dir() and (path / RUNS).is_dir() else None
 
 
+def sweep_of_folder(argument: str) -> dict[str, Any] | None:
+    """The ExperimentSweep, with its status, of a local sweep's folder; None if argument is not one."""
+    path = Path(argument)
+    return sweep(argument) if sweep_runs(path) is not None and (path / SWEEP_FILE).is_file() else None
+
+
 def load(arguments: list[str], namespace: str | None = None, context: str | None = None) -> list[Entry]:
     """Entries for the arguments, in order, with unique labels."""
     entries: list[Entry] = []
