@@ -420,3 +420,18 @@ def test_a_sweeps_report_says_what_the_sweep_said_against_its_own_baseline(esben
     refused = esbench("report", str(tmp_path / "bulk"), "--paired", "--markdown", str(report))
     assert refused.exit_code == 2 and "compares as the sweep did" in refused.stderr
 
+
+def test_a_folder_that_is_no_sweeps_is_refused_with_what_report_takes(esbench, result_files, tmp_path):
+    """A folder of run files, or a sweep's runs/, says what report takes, not "no such file"."""
+    folder = tmp_path / "runs-by-hand"
+    folder.mkdir()
+    for path in result_files:
+        (folder / path.name).write_text(path.read_text())
+    run = esbench("report", str(folder), "--markdown", str(tmp_path / "report.md"))
+    assert run.exit_code == 1 and "no such file" not in run.stderr
+    text = " ".join(run.stderr.split())
+    assert "a folder, not a sweep's" in text and "give result files" in text.lower()
+    assert f"give them: {folder}/*.json" in text
+    _local_sweep_folder(tmp_path / "bulk", BULK_SWEEP, _bulk_throughput)
+    runs = esbench("report", str(tmp_path / "bulk" / "runs"), "--markdown", str(tmp_path / "report.md"))
+    assert runs.exit_code == 1 and f"give the sweep's folder, {tmp_path / 'bulk'}" in " ".join(runs.stderr.split())
