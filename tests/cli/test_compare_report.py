@@ -419,6 +419,12 @@ def test_a_sweeps_report_says_what_the_sweep_said_against_its_own_baseline(esben
     # The sweep says how it compares: the options that would say otherwise are refused.
     refused = esbench("report", str(tmp_path / "bulk"), "--paired", "--markdown", str(report))
     assert refused.exit_code == 2 and "compares as the sweep did" in refused.stderr
+    # One run per cell: differences, never verdicts, against the sweep's baseline all the same.
+    once = json.loads(json.dumps(BULK_SWEEP))
+    once["spec"].update(repetitions=1, statistics={})
+    _local_sweep_folder(tmp_path / "once", once, _bulk_throughput)
+    assert esbench("report", str(tmp_path / "once"), "--markdown", str(report)).exit_code == 0
+    assert "| bulk-c2-r1 (baseline) |" in report.read_text() and "## Verdicts" not in report.read_text()
 
 
 def test_a_folder_that_is_no_sweeps_is_refused_with_what_report_takes(esbench, result_files, tmp_path):

@@ -209,10 +209,13 @@ def build(entries: list[Entry], title: str | None = None, now: datetime | None =
     title = title or ("esbench report: " + (f"sweep {sweep.sweep}" if sweep else ", ".join(e.label for e in entries)))
     groups = _groups(entries)
     in_race = _within_race(groups)
-    if sweep and sweep.rows:
-        return _repeated(title, moment, entries, groups, in_race, sweep)
     # Repeated runs: two groups or more, one of them repeated. Else single runs, compared as differences.
-    if len(groups) < 2 or all(len(g.entries) == 1 for g in groups):
+    repeated = len(groups) >= 2 and any(len(g.entries) > 1 for g in groups)
+    if sweep and repeated:
+        return _repeated(title, moment, entries, groups, in_race, sweep)
+    if not repeated:
+        if sweep:  # one run per cell: the differences are against the sweep's baseline, its run first
+            entries = sorted(entries, key=lambda e: (e.cell or "").split()[-1:] != sweep.baselines[:1])
         return Report(title=title, generated=moment, entries=entries,
                       configurations=[configuration(e) for e in entries],
                       comparison=compare.compare(entries), charts=_render(charts.all_charts(entries)),
