@@ -74,13 +74,10 @@ def run_sweep(folder: Path, path: Path) -> None:
     print(f"{folder.name}: {path.name} -> {output.relative_to(REPO)} ...", flush=True)
     esbench("run", str(path), "--output", str(output), accept=FINISHED)
     print(f"{folder.name}: {path.name} done in {time.monotonic() - started:.0f} s", flush=True)
-    # The report compares as the sweep does: its primary questions, its pairing by round.
-    method = [f"--primary={task}:{metric}" for task, metric in spec.primary_questions()]
-    method += ["--paired"] if spec.statistics.paired else []
-    method += [f"--within={field}" for field in spec.compare_within or []]
-    # From the results folder: the report names the runs by their files there, not by this machine's path.
+    # The report of a sweep's folder says what the sweep said (its status.comparison). From the results
+    # folder: the report names the runs by their files there, not by this machine's path.
     esbench("report", path.stem, "--markdown", f"{path.stem}/report.md", "--title", f"{folder.name}: {path.name}",
-            *method, cwd=results)
+            cwd=results)
     print(f"{folder.name}: report in {(output / 'report.md').relative_to(REPO)}", flush=True)
 
 

@@ -9,11 +9,18 @@ import html.parser
 import io
 import json
 import re
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
 
 import pytest
 from kubernetes import client
 
-from esbench.api import models
+from esbench.analysis import compare, stats
+from esbench.api import models, validation
+from esbench.cli import local, localsweep
+from esbench.controller import grid, manifests, sweepstate
 from tests.support.result_files import fixed_rate_experiment, race_fixtures
 
 
@@ -324,3 +331,113 @@ def test_the_report_on_repeated_runs_opens_with_their_verdicts_and_charts_every_
     markdown = (tmp_path / "report.md").read_text()
     assert markdown.index("## Verdicts") < markdown.index("## Every run") < markdown.index("## Groups")
     assert (tmp_path / "report-runs.svg").exists()
+
+
+# Three bulk sizes against the largest, the last cell (as study 004's re-test): paired by round.
+BULK_SWEEP = {
+    "apiVersion": models.API_VERSION, "kind": models.SWEEP_KIND, "metadata": {"name": "bulk"},
+    "spec": {
+        "template": {"elasticsearch": {"version": "8.7.1"}, "workload": {"track": "smoke"}},
+        "matrix": [{"field": "workload.trackParams.bulk_size", "values": [1000, 5000, 10000]}],
+        "baseline": {"workload.trackParams.bulk_size": 10000},
+        "repetitions": 4, "warmupRuns": 1,
+        "statistics": {"paired": True, "primary": [{"task": "index-append", "metric": "throughput.median"}]},
+    },
+}
+
+
+def _local_sweep_folder(folder: Path, sweep: dict[str, Any], throughput: Callable[[str, int], float]) -> dict:
+    """A sweep's folder as `esbench run SWEEP.yaml` leaves it, made by localsweep's own pure parts
+    (no node): each run's index-append task at throughput(cell, round) docs/s, its service time the
+    inverse. Returns the ExperimentSweep with its status, as its sweep.json holds it."""
+    stored = validation.admit(json.loads(json.dumps(sweep)), kind=models.SWEEP_KIND)
+    name = stored["metadata"]["name"]
+    spec = models.SweepSpec.model_validate(stored["spec"])
+    plan = grid.plan(spec, name, localsweep.NAMESPACE)
+    owner = manifests.Sweep(name, localsweep.NAMESPACE, "uid", spec)
+    out = localsweep.Folder(folder)
+    moment = datetime(2026, 12, 1, tzinfo=UTC)
+    runs: list[dict] = []
+    while True:
+        rounds = sweepstate.with_rounds(plan, spec, runs)
+        document, _ = localsweep.sweep_document(stored, "uid", rounds, spec, runs, None, "2026-12-01T00:00:00Z")
+        out.write_sweep(document)
+        step = localsweep.pending(rounds.plan, spec, runs)
+        if step is None:
+            return document
+        cell, repetition = step.run.cell, step.run.repetition
+        child = validation.admit(manifests.sweep_run_manifest(owner, cell.id, cell.label, cell.spec, repetition,
+                                                              step.attempt, None))
+        rate = throughput(cell.id, repetition)
+        results = models.Results(tasks=[models.TaskResult(
+            task="index-append", throughput=models.Throughput(median=rate, unit="docs/s"),
+            service_time=models.Percentiles(p50=1e6 / rate, unit="ms"))])
+        out.write_run(local.experiment_document(
+            child, succeeded=True, reason=local.RACE_SUCCEEDED[0], message=local.RACE_SUCCEEDED[1],
+            race_id=child["metadata"]["name"], start_time=moment, completion_time=moment, results=results))
+        runs.append(json.loads((out.runs / f"{child['metadata']['name']}.json").read_text()))
+
+
+def _bulk_throughput(cell: str, round_: int) -> float:
+    """c0 20 % and c1 10 % below c2, every round a few % apart (a node warming up) and a little noise."""
+    base = {"w0": 500.0, "c0": 800.0, "c1": 900.0, "c2": 1000.0}[cell]
+    return base * (1 + 0.05 * round_) * (1 + 0.01 * ((3 * round_ + int(cell[1:])) % 4 - 1.5))
+
+
+def _verdict_cells(markdown: str) -> set[tuple[str, ...]]:
+    """Task, metric, contender, baseline's median, change, p-values and verdict of each line of a
+    Markdown report's verdicts."""
+    found = set()
+    for line in markdown.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) == 9 and cells[0] == "index-append":
+            task, metric, group, baseline, _, _, change, p_values, verdict = cells
+            found.add((task, metric.removesuffix(" *"), group, baseline, change, p_values, verdict.split(" (~")[0]))
+    return found
+
+
+def test_a_sweeps_report_says_what_the_sweep_said_against_its_own_baseline(esbench, tmp_path):
+    """A report of a sweep's folder compares every cell with the sweep's baseline (here its last
+    cell, not the first), with the sweep's statistics: its figures are the sweep's status.comparison."""
+    sweep = _local_sweep_folder(tmp_path / "bulk", BULK_SWEEP, _bulk_throughput)
+    report = tmp_path / "report.md"
+    run = esbench("report", str(tmp_path / "bulk"), "--markdown", str(report))
+    assert run.exit_code == 0, run.stderr
+    text = report.read_text()
+    assert text.startswith("# esbench report: sweep bulk\n")  # not its runs' names
+    assert "each cell against its baseline, c2" in text and "same round (paired t)" in text
+    assert "primary: Holm over 2" in text
+    said = {(row["subject"], row["metric"], found["cell"], compare.format_value(baseline["median"], None),
+             stats.change_text(found), stats.p_values_text(found), found["verdict"])
+            for row in sweep["status"]["comparison"] if row["section"] == "task"
+            for baseline, found in stats.contenders(row)}
+    assert {cell for _, _, cell, *_ in said} == {"c0", "c1"}
+    assert _verdict_cells(text) == said
+    primary = {(cell, change) for _, metric, cell, _, change, _, _ in said if metric == "throughput.median"}
+    assert {cell for cell, change in primary if change.startswith("-2")} == {"c0"}  # 20 % below c2, not c1 above c0
+    assert "c2 (workload.trackParams.bulk_size=10000): 4 run(s)" in text and "bulk-c2-r4); the baseline" in text
+    # The sweep says how it compares: the options that would say otherwise are refused.
+    refused = esbench("report", str(tmp_path / "bulk"), "--paired", "--markdown", str(report))
+    assert refused.exit_code == 2 and "compares as the sweep did" in refused.stderr
+    # One run per cell: differences, never verdicts, against the sweep's baseline all the same.
+    once = json.loads(json.dumps(BULK_SWEEP))
+    once["spec"].update(repetitions=1, statistics={})
+    _local_sweep_folder(tmp_path / "once", once, _bulk_throughput)
+    assert esbench("report", str(tmp_path / "once"), "--markdown", str(report)).exit_code == 0
+    assert "| bulk-c2-r1 (baseline) |" in report.read_text() and "## Verdicts" not in report.read_text()
+
+
+def test_a_folder_that_is_no_sweeps_is_refused_with_what_report_takes(esbench, result_files, tmp_path):
+    """A folder of run files, or a sweep's runs/, says what report takes, not "no such file"."""
+    folder = tmp_path / "runs-by-hand"
+    folder.mkdir()
+    for path in result_files:
+        (folder / path.name).write_text(path.read_text())
+    run = esbench("report", str(folder), "--markdown", str(tmp_path / "report.md"))
+    assert run.exit_code == 1 and "no such file" not in run.stderr
+    text = " ".join(run.stderr.split())
+    assert "a folder, not a sweep's" in text and "give result files" in text.lower()
+    assert f"give them: {folder}/*.json" in text
+    _local_sweep_folder(tmp_path / "bulk", BULK_SWEEP, _bulk_throughput)
+    runs = esbench("report", str(tmp_path / "bulk" / "runs"), "--markdown", str(tmp_path / "report.md"))
+    assert runs.exit_code == 1 and f"give the sweep's folder, {tmp_path / 'bulk'}" in " ".join(runs.stderr.split())

@@ -4,6 +4,8 @@ track's identity, the load driver."""
 import json
 import subprocess
 
+import pytest
+
 from esbench.api import models
 from esbench.runner import environment
 from esbench.runner.race import TRACKS_DIR
@@ -27,6 +29,46 @@ def test_node_figures_are_taken_as_elasticsearch_reports_them():
         kernel="6.1.0-28-amd64", arch="amd64", available_processors=2, allocated_processors=2,
         memory_bytes=25000000000, cgroup_memory_limit_bytes=2147483648, heap_max_bytes=1073741824, mmap=False)
     assert environment.processors(NODE_INFO) == {"abc": 2}
+
+
+def _node_stats_os(cgroup: dict | None) -> dict:
+    """`GET _nodes/stats/os` as 8.7.1 answers it in a pod of 2 GiB (the JVM's total memory is the
+    container's limit), with the cgroup section Elasticsearch read, or none where it found none."""
+    os_stats = {
+        "timestamp": 1764662400000, "cpu": {"percent": 12, "load_average": {"1m": 0.9, "5m": 0.7, "15m": 0.5}},
+        "mem": {"total_in_bytes": 2147483648, "adjusted_total_in_bytes": 2147483648, "free_in_bytes": 402653184,
+                "used_in_bytes": 1744830464, "free_percent": 19, "used_percent": 81},
+        "swap": {"total_in_bytes": 0, "free_in_bytes": 0, "used_in_bytes": 0},
+        **({"cgroup": cgroup} if cgroup else {}),
+    }
+    return {"_nodes": {"total": 1, "successful": 1, "failed": 0}, "cluster_name": "quickstart",
+            "nodes": {"abc": {"timestamp": 1764662400000, "name": "es-0", "transport_address": "10.0.0.7:9300",
+                              "host": "10.0.0.7", "ip": "10.0.0.7:9300", "roles": ["master", "data"],
+                              "os": os_stats}}}
+
+
+def _cgroup(limit_in_bytes: str, quota_micros: int = 200000) -> dict:
+    """OsStats' cgroup section: Elasticsearch writes the same keys from cgroup v1's files and from
+    v2's, the memory limit as the string it read (v1's memory.limit_in_bytes, v2's memory.max)."""
+    return {"cpuacct": {"control_group": "/", "usage_nanos": 48221077000},
+            "cpu": {"control_group": "/", "cfs_period_micros": 100000, "cfs_quota_micros": quota_micros,
+                    "stat": {"number_of_elapsed_periods": 1520, "number_of_times_throttled": 3,
+                             "time_throttled_nanos": 81000000}},
+            "memory": {"control_group": "/", "limit_in_bytes": limit_in_bytes, "usage_in_bytes": "1288490188"}}
+
+
+@pytest.mark.parametrize(("cgroup", "limit"), [
+    (_cgroup("2147483648"), 2147483648),  # v1 or v2, limits.memory: 2Gi
+    (_cgroup("max", quota_micros=-1), None),  # v2 without a limit
+    (_cgroup("9223372036854771712", quota_micros=-1), None),  # v1 without a limit (4 KiB pages): not 8 EiB
+    (_cgroup("9223372036854710272", quota_micros=-1), None),  # the same with 64 KiB pages
+    (_cgroup("2147483648\n"), 2147483648),
+    (None, None),  # no cgroup found: v1 in a container, without the hierarchy override
+], ids=["2Gi", "v2-max", "v1-unlimited", "v1-unlimited-64k-pages", "newline", "no-cgroup"])
+def test_the_memory_limit_of_a_nodes_cgroup_v1_or_v2(cgroup, limit):
+    (node,) = environment.nodes(NODE_INFO, _node_stats_os(cgroup))
+    assert node.cgroup_memory_limit_bytes == limit
+    assert node.memory_bytes == 2147483648
 
 
 def test_no_cgroup_limit_and_the_default_mmap_setting():

@@ -72,6 +72,17 @@ def test_elasticsearch_defaults_to_one_node_with_a_pvc_and_tls():
     assert claim["spec"]["resources"]["requests"]["storage"] == "10Gi"
 
 
+def test_elasticsearch_reads_its_containers_cgroup_with_a_heap_or_without():
+    """Under cgroup v1 Elasticsearch finds its container's cgroup only when told it is the root; else
+    its node stats give the reproducibility record no memory limit, and no container CPU."""
+    for heap, options in ((None, ""), ("1g", " -Xms1g -Xmx1g")):
+        es = {"version": "8.15.3", **({"heap": heap} if heap else {})}
+        [node_set] = manifests.elasticsearch_manifest(experiment(elasticsearch=es))["spec"]["nodeSets"]
+        [container] = node_set["podTemplate"]["spec"]["containers"]
+        env = {e["name"]: e["value"] for e in container["env"]}
+        assert env["ES_JAVA_OPTS"] == "-Des.cgroups.hierarchy.override=/" + options
+
+
 def test_elasticsearch_topology_resources_heap_storage_config_and_image():
     manifest = manifests.elasticsearch_manifest(experiment(elasticsearch={
         "version": "8.15.3",
@@ -96,7 +107,7 @@ def test_elasticsearch_topology_resources_heap_storage_config_and_image():
     [container] = pod["containers"]
     assert container["name"] == "elasticsearch"
     assert container["env"] == [{"name": "PRE_STOP_ADDITIONAL_WAIT_SECONDS", "value": "0"},
-                                {"name": "ES_JAVA_OPTS", "value": "-Xms2g -Xmx2g"}]
+                                {"name": "ES_JAVA_OPTS", "value": "-Des.cgroups.hierarchy.override=/ -Xms2g -Xmx2g"}]
     assert container["resources"] == {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"memory": "4Gi"}}
     assert pod["volumes"] == [{"name": "elasticsearch-data", "emptyDir": {}}]
     assert "volumeClaimTemplates" not in data

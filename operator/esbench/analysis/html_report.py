@@ -3,7 +3,8 @@ page (charts as inline SVG images) and as Markdown (charts as SVG files next to 
 
 Runs of one spec are repetitions: when the Experiments hold some, the report opens with the
 verdicts of their groups (as a sweep gives them) and charts every run with each group's
-interval; otherwise it compares single runs, as differences.
+interval; otherwise it compares single runs, as differences. A report of one sweep's runs says
+what the sweep said: its status.comparison, against its baseline, with its statistics.
 Building the report (`build`) is pure apart from drawing the charts; rendering is string work.
 """
 
@@ -78,9 +79,7 @@ class Report:
     comparison: Comparison
     charts: list[RenderedChart]
     verdicts: list[dict[str, Any]] = field(default_factory=list)  # repeated runs: their groups' comparison
-    corrections: dict[str, Any] = field(default_factory=dict)
-    paired: bool = False  # repeated runs compared round by round
-    within: list[str] = field(default_factory=list)  # spec fields each of whose values has a baseline of its own
+    method: Verdicts | None = None  # how the verdicts were made
     profiles: list[ProfiledTask] = field(default_factory=list)
     contrasts: list[tuple[str, list[dict[str, Any]]]] = field(default_factory=list)  # title, rows
     # The history page of each configuration these runs belong to: (what it covers, its file's path)
@@ -170,33 +169,75 @@ def _charted_rows(rows: list[dict[str, Any]], limit: int = CHARTED_ROWS) -> list
     return sorted(rows, key=rank)[:limit]
 
 
+@dataclass(frozen=True)
+class Verdicts:
+    """Repeated runs' comparison (stats.to_wire's rows) and how it was made."""
+
+    rows: list[dict[str, Any]]
+    corrections: dict[str, Any]
+    statistics: models.Statistics
+    within: list[str]  # spec fields each of whose values has a baseline of its own
+    baselines: list[str]  # the groups the others were compared with
+    sweep: str | None = None  # the sweep whose status.comparison these are
+
+    @classmethod
+    def of_sweep(cls, sweep: dict[str, Any]) -> Verdicts:
+        """What a sweep said of its runs: its status, made with its spec's statistics."""
+        spec, state = sweep.get("spec") or {}, sweep.get("status") or {}
+        baselines = [c["id"] for c in state.get("cells") or [] if c.get("baseline")]
+        return cls(rows=state.get("comparison") or [], corrections=state.get("corrections") or {},
+                   statistics=models.Statistics.model_validate(spec.get("statistics") or {}),
+                   within=list(spec.get("compareWithin") or []),
+                   baselines=baselines or [b for b in [state.get("baseline")] if b], sweep=sweep["metadata"]["name"])
+
+    @classmethod
+    def of_groups(cls, groups: list[Group], primary: Iterable[tuple[str, str]], paired: bool,
+                  within: Sequence[str]) -> Verdicts:
+        """Each group against the first (of its level), as stats.compare_groups compares them."""
+        rows = stats.compare_groups(groups, primary, paired, within)
+        return cls(rows=stats.to_wire(rows), corrections=stats.corrections(rows),
+                   statistics=models.Statistics(paired=paired), within=list(within),
+                   baselines=list(dict.fromkeys(stats.group_baselines(groups, within).values())))
+
+
 def build(entries: list[Entry], title: str | None = None, now: datetime | None = None,
-          primary: Iterable[tuple[str, str]] = (), paired: bool = False, within: Sequence[str] = ()) -> Report:
+          primary: Iterable[tuple[str, str]] = (), paired: bool = False, within: Sequence[str] = (),
+          sweep: Verdicts | None = None) -> Report:
+    """The report on these runs. With `sweep` (Verdicts.of_sweep: the runs are that sweep's), its
+    verdicts are the sweep's own: its baseline and statistics, not the first group and the options."""
     moment = (now or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC")
-    title = title or ("esbench report: " + ", ".join(e.label for e in entries))
+    title = title or ("esbench report: " + (f"sweep {sweep.sweep}" if sweep else ", ".join(e.label for e in entries)))
     groups = _groups(entries)
     in_race = _within_race(groups)
     # Repeated runs: two groups or more, one of them repeated. Else single runs, compared as differences.
-    if len(groups) < 2 or all(len(g.entries) == 1 for g in groups):
+    repeated = len(groups) >= 2 and any(len(g.entries) > 1 for g in groups)
+    if sweep and repeated:
+        return _repeated(title, moment, entries, groups, in_race, sweep)
+    if not repeated:
+        if sweep:  # one run per cell: the differences are against the sweep's baseline, its run first
+            entries = sorted(entries, key=lambda e: (e.cell or "").split()[-1:] != sweep.baselines[:1])
         return Report(title=title, generated=moment, entries=entries,
                       configurations=[configuration(e) for e in entries],
                       comparison=compare.compare(entries), charts=_render(charts.all_charts(entries)),
                       profiles=profiled_tasks(entries), contrasts=in_race)
-    rows = stats.compare_groups(groups, primary, paired, within)
-    verdicts = stats.to_wire(rows)
+    return _repeated(title, moment, entries, groups, in_race, Verdicts.of_groups(groups, primary, paired, within))
+
+
+def _repeated(title: str, moment: str, entries: list[Entry], groups: list[Group],
+              in_race: list[tuple[str, list[dict[str, Any]]]], verdicts: Verdicts) -> Report:
+    """The report on groups of repeated runs and their verdicts."""
     configurations = []
     for group in groups:
         names = ", ".join(e.label for e in group.entries)
         values = group.entries[0].annotations.get(models.CELL_LABEL)  # a sweep's cell: what it sets
+        role = "; the baseline" if group.name in verdicts.baselines else ""
         configurations.append({**configuration(group.entries[0]),
                                "experiment": f"{group.name}{f' ({values})' if values else ''}: "
-                                             f"{len(group.entries)} run(s) ({names})"})
-    drawn = charts.repeated_runs(groups, _charted_rows(verdicts))
+                                             f"{len(group.entries)} run(s) ({names}){role}"})
+    drawn = charts.repeated_runs(groups, _charted_rows(verdicts.rows))
     return Report(title=title, generated=moment, entries=entries, configurations=configurations,
                   comparison=compare.compare(entries), charts=_render([drawn] if drawn else []),
-                  verdicts=verdicts, corrections=stats.corrections(rows), paired=paired, within=list(within),
-                  profiles=profiled_tasks(entries), contrasts=in_race)
-
+                  verdicts=verdicts.rows, method=verdicts, profiles=profiled_tasks(entries), contrasts=in_race)
 
 
 def _render(drawn: list[charts.Chart]) -> list[RenderedChart]:
@@ -264,21 +305,31 @@ def _results_html(comparison: Comparison) -> str:
 VERDICT_COLUMNS = ["task", "metric", "group", "baseline", "contender", "unit", "change [interval]", "p raw/adj.",
                    "verdict"]
 CONTRAST_COLUMNS = ["contrast", "metric", "task", *VERDICT_COLUMNS[3:]]  # a contrast's rows: its tasks are the groups
-VERDICT_LEGEND = ("Each group is a sweep's cell or the runs of one spec; the first is the baseline (or the first of "
-                  "each level, as the method says). baseline, contender: medians of the runs. change: the ratio on the runs' logarithms (of geometric means), "
+VERDICT_LEGEND = ("Each group is a sweep's cell or the runs of one spec. baseline, contender: medians of the runs. change: the ratio on the runs' logarithms (of geometric means), "
                   "where a run has 0 the difference of means in % of the baseline's; [interval] at the level "
                   "corrected for the number of comparisons. * primary question.")
 
 
-def _method_text(report: Report) -> str:
-    """How the groups were compared: the pairing, then the corrections."""
-    pairing = ("Each run compared with the baseline's run of the same round (paired t)." if report.paired else
+def _method_text(method: Verdicts) -> str:
+    """How the groups were compared: against which baseline, the pairing, the test, the corrections."""
+    baselines = ", ".join(method.baselines)
+    if method.sweep:
+        against = (f"Sweep {method.sweep}'s own comparison (its status): each cell against "
+                   + (f"the baseline of its {' and '.join(method.within)} ({baselines})." if method.within
+                      else f"its baseline, {baselines}."))
+    elif method.within:
+        against = f"Each group against the first group with its {' and '.join(method.within)} ({baselines})."
+    else:
+        against = f"Each group against the first, {baselines}."
+    statistics = method.statistics
+    pairing = ("Each run compared with the baseline's run of the same round (paired t)." if statistics.paired else
                "The runs compared as independent samples.")
-    if report.within:
-        pairing = f"Each group against the first group with its {' and '.join(report.within)}. " + pairing
-    families = [f"{family}: {c['correction']} over {c['comparisons']}" for family, c in report.corrections.items()
+    test = (f"Test {statistics.test.value}, confidence {statistics.confidence * 100:g} %; Equivalent: an interval "
+            f"within +-{statistics.noise_threshold_percent:g} %.")
+    families = [f"{family}: {c['correction']} over {c['comparisons']}" for family, c in method.corrections.items()
                 if c.get("comparisons")]
-    return pairing + (" Corrected for many comparisons (" + "; ".join(families) + ")." if families else "")
+    return " ".join([against, pairing, test]) + (
+        " Corrected for many comparisons (" + "; ".join(families) + ")." if families else "")
 
 
 def _verdict_lines(rows: list[dict[str, Any]]) -> list[list[str]]:
@@ -318,7 +369,7 @@ def _verdicts_html(report: Report) -> str:
     shown, rest = _split_verdicts(report.verdicts)
     more = (f"<details><summary>{len(rest)} more exploratory comparison(s), none with a verdict</summary>"
             f"{_verdicts_table_html(rest)}</details>" if rest else "")
-    return (f'<p class="meta">{_e(_method_text(report))} {_e(VERDICT_LEGEND)}</p>'
+    return (f'<p class="meta">{_e(_method_text(report.method))} {_e(VERDICT_LEGEND)}</p>'
             f"{_verdicts_table_html(shown)}{more}")
 
 
@@ -444,7 +495,7 @@ def write_markdown(report: Report, path: Path) -> list[Path]:
     warnings = "".join(f"> warning: {w}\n" for w in report.comparison.warnings)
     if report.verdicts:
         shown, rest = _split_verdicts(report.verdicts)
-        sections = ("## Verdicts\n\n" + f"{_method_text(report)} {VERDICT_LEGEND}\n\n"
+        sections = ("## Verdicts\n\n" + f"{_method_text(report.method)} {VERDICT_LEGEND}\n\n"
                     + _verdicts_markdown(shown)
                     + (f"\n{len(rest)} more exploratory comparison(s), none with a verdict:\n\n" + _verdicts_markdown(rest)
                        if rest else "")

@@ -379,8 +379,10 @@ def report_command(inputs: tuple[str, ...], namespace: str | None, context: str 
     EXPERIMENT as for `esbench compare`; the first is the baseline of the results table. When
     some Experiments share a spec (repetitions: a sweep's output folder, or `esbench run` made
     again), the report opens with the verdicts of those groups, as `esbench compare --repeated`
-    gives them, and charts every run with each group's interval. The HTML report links the
-    history page of each configuration the local history holds several races of (esbench history).
+    gives them, and charts every run with each group's interval. A report of one sweep's folder
+    says what the sweep said (its status.comparison: its baseline, statistics and primary
+    questions), titled with its name. The HTML report links the history page of each
+    configuration the local history holds several races of (esbench history).
     """
     if not html_path and not markdown_path:
         raise click.UsageError("say where to write the report: --html FILE and/or --markdown FILE")
@@ -388,7 +390,18 @@ def report_command(inputs: tuple[str, ...], namespace: str | None, context: str 
 
     entries = _load(inputs, namespace, context)
     try:
-        report = html_report.build(entries, title=title, primary=_questions(primary), paired=paired, within=within)
+        document = sources.sweep_of_folder(inputs[0]) if len(inputs) == 1 else None
+    except sources.SourceError as error:
+        raise click.ClickException(str(error)) from error
+    sweep = html_report.Verdicts.of_sweep(document) if document else None
+    if sweep and (primary or paired or within):
+        raise click.UsageError(f"{inputs[0]} is sweep {sweep.sweep}'s folder: its report compares as the sweep did, "
+                               "with its spec's statistics; --primary, --paired and --within are for other runs")
+    if not entries:
+        raise click.ClickException(f"{', '.join(inputs)}: no run with results to report on")
+    try:
+        report = html_report.build(entries, title=title, primary=_questions(primary), paired=paired, within=within,
+                                   sweep=sweep)
     except compare.NotComparable as error:
         raise click.UsageError(str(error)) from error
     if html_path:

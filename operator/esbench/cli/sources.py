@@ -124,6 +124,26 @@ def sweep_runs(path: Path) -> list[Path] | None:
     return sorted((path / RUNS).glob("*.json")) if path.is_dir() and (path / RUNS).is_dir() else None
 
 
+def sweep_of_folder(argument: str) -> dict[str, Any] | None:
+    """The ExperimentSweep, with its status, of a local sweep's folder; None if argument is not one."""
+    path = Path(argument)
+    return sweep(argument) if sweep_runs(path) is not None and (path / SWEEP_FILE).is_file() else None
+
+
+def _not_a_source(path: Path) -> str:
+    """What a folder that is no sweep's folder is not, and what would be read in its place."""
+    found = {suffix: len(list(path.glob(f"*.{suffix}"))) for suffix in ("json", "yaml", "yml")}
+    if path.name == RUNS and sweep_runs(path.parent) is not None:
+        hint = f"; it is a sweep's runs: give the sweep's folder, {path.parent}"
+    elif any(found.values()):
+        suffix = next(suffix for suffix, count in found.items() if count)
+        hint = f"; to read the {sum(found.values())} file(s) in it, give them: {path / f'*.{suffix}'}"
+    else:
+        hint = ""
+    return (f"{path}: a folder, not a sweep's (one with {SWEEP_FILE} and {RUNS}/, as `esbench run SWEEP.yaml` "
+            f"writes it). Give result files (JSON or YAML), a sweep's folder, or Experiment names{hint}")
+
+
 def load(arguments: list[str], namespace: str | None = None, context: str | None = None) -> list[Entry]:
     """Entries for the arguments, in order, with unique labels."""
     entries: list[Entry] = []
@@ -135,6 +155,8 @@ def load(arguments: list[str], namespace: str | None = None, context: str | None
                 entries += _entries([d for d in documents(run) if (d.get("status") or {}).get("results")], run)
         elif path.is_file():
             entries += from_file(path)
+        elif path.is_dir():
+            raise SourceError(_not_a_source(path))
         elif path.suffix.lower() in (".json", ".yaml", ".yml") or "/" in argument:
             raise SourceError(f"{argument}: no such file")
         else:

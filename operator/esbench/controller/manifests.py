@@ -47,6 +47,12 @@ _OWNER_LABELS = {KIND: EXPERIMENT_LABEL, SWEEP_KIND: SWEEP_LABEL, SCHEDULE_KIND:
 SCHEDULED_AT = "esbench.io/scheduled-at"
 RALLY_CONTAINER = "rally"
 ES_CONTAINER = "elasticsearch"  # ECK's name for the Elasticsearch container of its pods
+# Under cgroup v1 a container sees its own cgroup at the root of /sys/fs/cgroup while
+# /proc/self/cgroup names it by its path on the host, so Elasticsearch finds no cgroup there and
+# reports neither its memory limit nor its container's CPU. Told that its cgroup is the root, as
+# Elastic's own images tell it, it reads the container's under v1; under v2 a pod has a cgroup
+# namespace of its own, whose root is already its cgroup.
+CGROUP_HIERARCHY_OVERRIDE = "-Des.cgroups.hierarchy.override=/"
 # Pod Security "restricted" on every version the CRD admits. ECK 3.5.0 sets seccomp, fsGroup and
 # dropped capabilities only from 8.0 and runAsNonRoot only from 8.8; it keeps a security context
 # the podTemplate sets, and merges init containers of its own names with ours. uid 1000 is the
@@ -247,9 +253,9 @@ def _node_set(owner: Owner, es: Elasticsearch, name: str, count: int, roles: lis
     # ECK's pre-stop hook waits so that clients stop sending requests to a
     # terminating pod; nothing sends any to an esbench cluster once its race is over, the only
     # time it is stopped, so a cleanup waits for nothing.
-    env = [{"name": "PRE_STOP_ADDITIONAL_WAIT_SECONDS", "value": "0"}]
-    if es.heap:
-        env.append({"name": "ES_JAVA_OPTS", "value": f"-Xms{es.heap} -Xmx{es.heap}"})
+    java_options = [CGROUP_HIERARCHY_OVERRIDE, *([f"-Xms{es.heap} -Xmx{es.heap}"] if es.heap else [])]
+    env = [{"name": "PRE_STOP_ADDITIONAL_WAIT_SECONDS", "value": "0"},
+           {"name": "ES_JAVA_OPTS", "value": " ".join(java_options)}]
     container: dict[str, Any] = {"name": ES_CONTAINER, "securityContext": copy.deepcopy(ES_CONTAINER_SECURITY_CONTEXT),
                                  "env": env}
     if es.resources:

@@ -50,11 +50,23 @@ def processors(info: dict[str, Any]) -> dict[str, int]:
     }
 
 
+# cgroup v1 says "no limit" with the largest page-aligned byte count a signed 64-bit integer holds
+# (9223372036854771712 with 4 KiB pages); no machine has a quarter of that.
+NO_MEMORY_LIMIT_FROM = 2**62
+
+
 def _integer(value: Any) -> int | None:
-    # Elasticsearch gives the cgroup limit as a string: a number, or "max" when there is none.
     if isinstance(value, int) and not isinstance(value, bool):
         return value
-    return int(value) if isinstance(value, str) and value.isdigit() else None
+    return int(value.strip()) if isinstance(value, str) and value.strip().isdigit() else None
+
+
+def memory_limit(limit_in_bytes: Any) -> int | None:
+    """The memory limit of a node's cgroup from its `os.cgroup.memory.limit_in_bytes`: a string,
+    as Elasticsearch passes on the file it read (v1's memory.limit_in_bytes, v2's memory.max);
+    None where there is none ("max" in v2, v1's largest count) or Elasticsearch found no cgroup."""
+    limit = _integer(limit_in_bytes)
+    return None if limit is None or limit >= NO_MEMORY_LIMIT_FROM else limit
 
 
 def nodes(info: dict[str, Any], stats: dict[str, Any]) -> list[models.NodeEnvironment]:
@@ -72,7 +84,7 @@ def nodes(info: dict[str, Any], stats: dict[str, Any]) -> list[models.NodeEnviro
             available_processors=value_at(node, "os.available_processors"),
             allocated_processors=value_at(node, "os.allocated_processors"),
             memory_bytes=_integer(value_at(memory, "os.mem.total_in_bytes")),
-            cgroup_memory_limit_bytes=_integer(value_at(memory, "os.cgroup.memory.limit_in_bytes")),
+            cgroup_memory_limit_bytes=memory_limit(value_at(memory, "os.cgroup.memory.limit_in_bytes")),
             heap_max_bytes=_integer(value_at(node, "jvm.mem.heap_max_in_bytes")),
             mmap=str(value_at(node, "settings.node.store.allow_mmap") or "true").lower() == "true",
         ))
