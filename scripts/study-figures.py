@@ -3,7 +3,8 @@
 
 For every sweep of a study (results/*/sweep.json): its regime as its runs recorded it, its
 primary questions' verdicts, its contrasts, the other comparisons its README quotes, and per
-counted run the figures its README quotes as ranges; then the study's single races
+counted run the figures its README quotes as ranges, and whether the order of its runs could have
+made a verdict (its Order section); then the study's single races
 (results/*.json) and, where a study has one, its page-cache residency file (fincore samples, cut
 by each task's window). A README quotes these tables; tests/unit/test_study_figures.py fails when
 a figure with an interval in a README is not in its study's figures.md, or a figures.md is stale.
@@ -22,10 +23,11 @@ import sys
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from esbench.analysis import compare, stats
 from esbench.api import models
+from esbench.controller import grid, sweepstate
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDIES = ROOT / "examples" / "studies"
@@ -372,6 +374,277 @@ def paired_afterwards(study: str, sweep: Sweep) -> list[str]:
             *table(("cell", "variant", "against", "metric", "n", "change [95 % interval]", "p"), rows)]
 
 
+# --- order: could drift within a round have made a verdict? -------------------------------------
+# Under `order: Interleaved` the cells race in their own order in every round, so a node that
+# drifts run by run within a round (still warming up, a page cache filling) gives each cell a
+# fixed share of that drift, which pairing by round does not cancel and no test can tell from an
+# effect (esbench.analysis.ordereffect: Confounded). What the runs do show is the drift from one
+# round to the next; spread evenly over a round's runs, it says how large that bias could be.
+
+
+class Slope(NamedTuple):
+    """A fitted change of the figure's logarithm per step of its covariate, with its interval."""
+
+    estimate: float
+    low: float
+    high: float
+    runs: int
+
+
+def fit_slope(points: list[tuple[tuple[Any, ...], float, float]], confidence: float) -> Slope | None:
+    """Least squares of y on a level per value of each factor and one covariate x, for points
+    (factors, x, y): the covariate's coefficient with its t interval, or None when the factors
+    already explain x (confounded) or nothing is left to estimate the noise."""
+    import numpy as np  # late, as esbench.analysis.stats loads it
+
+    if not points:
+        return None
+    columns = [[1.0] * len(points)]
+    for factor in range(len(points[0][0])):
+        levels = sorted({str(levels[factor]) for levels, _, _ in points})
+        columns += [[float(str(levels_[factor]) == level) for levels_, _, _ in points] for level in levels[1:]]
+    nuisance = np.array(columns).T
+    design = np.column_stack([nuisance, [x for _, x, _ in points]])
+    rank = np.linalg.matrix_rank(design)
+    df = len(points) - rank
+    if rank == np.linalg.matrix_rank(nuisance) or df < 1:
+        return None
+    y = np.array([y for _, _, y in points])
+    coefficients, _, _, _ = np.linalg.lstsq(design, y, rcond=None)
+    residuals = y - design @ coefficients
+    se = math.sqrt(max(float(residuals @ residuals) / df * float(np.linalg.pinv(design.T @ design)[-1, -1]), 0.0))
+    low, high = stats.t_shift(float(coefficients[-1]), se, df, 0.0).interval(round(1 - confidence, 12))
+    return Slope(float(coefficients[-1]), low, high, len(points))
+
+
+def scaled(slope: Slope, factor: float) -> Slope:
+    """The slope times a factor (a share of a round, a difference of positions), its interval too."""
+    low, high = sorted((slope.low * factor, slope.high * factor))
+    return Slope(slope.estimate * factor, low, high, slope.runs)
+
+
+def could_order_explain(verdict: str, change: tuple[float, float, float], bias: Slope | None,
+                        margin_percent: float) -> str:
+    """Could a bias (log scale) have produced the verdict on a change (%, with its interval)?
+
+    Better/Worse: yes when the bias reaches the interval's near end in the effect's direction (the
+    interval less the bias would include no change), partly when only its interval's far end does,
+    no otherwise. Equivalent: the same question of the interval less the bias leaving +-margin.
+    """
+    if bias is None:
+        return "not measured"
+    logs = [math.log1p(value / 100) for value in change]
+    if verdict in ("Better", "Worse"):
+        near = logs[1] if logs[0] > 0 else logs[2]
+        sign = 1 if logs[0] > 0 else -1
+        if sign * bias.estimate >= sign * near:
+            return "yes"
+        return "partly" if max(sign * bias.low, sign * bias.high) >= sign * near else "no"
+    if verdict == "Equivalent":
+        low, high = math.log1p(-margin_percent / 100), math.log1p(margin_percent / 100)
+        leaves = lambda shift: logs[1] - shift < low or logs[2] - shift > high  # noqa: E731
+        if leaves(bias.estimate):
+            return "yes"
+        return "partly" if leaves(bias.low) or leaves(bias.high) else "no"
+    return "no verdict"
+
+
+def _log_pct(value: float) -> str:
+    return f"{math.expm1(value) * 100:+.1f} %"
+
+
+def _slope_text(slope: Slope | None) -> str:
+    if slope is None:
+        return "not measured"
+    percent = lambda value: math.expm1(value) * 100 + 0.0  # noqa: E731  (+ 0.0: no "-0.0" from a zero shift)
+    return f"{percent(slope.estimate):+.1f} % [{percent(slope.low):+.1f}, {percent(slope.high):+.1f}]"
+
+
+def _direction(metric: str, slope: Slope | None) -> str:
+    found = compare.metric_named(metric)
+    if slope is None or found is None or abs(math.expm1(slope.estimate)) < 0.0005:  # +-0.0 % as written
+        return ""
+    higher = found.direction == compare.Direction.HIGHER_IS_BETTER
+    return " (better)" if (slope.estimate > 0) == higher else " (worse)"
+
+
+def _started(run: dict[str, Any]) -> str:
+    return run.get("startTime") or ""
+
+
+class Order:
+    """Where each counted run raced in its round on its cluster, by the sweep's own plan."""
+
+    def __init__(self, sweep: Sweep):
+        self.sweep = sweep
+        self.spec = models.SweepSpec.model_validate(sweep.spec)
+        plan = grid.plan(self.spec, sweep.name, "local")
+        self.positions = sweepstate.positions(plan, self.spec.cluster_reuse)
+        shared = lambda cell: self.spec.cluster_reuse or "target" in cell.spec  # noqa: E731
+        # None: a cluster of its own for every run, nothing raced before a run on its node.
+        self.cluster = {cell.id: grid.cluster_key(cell.spec) if shared(cell) else None for cell in plan.cells}
+
+    def cells_with(self, cell: str) -> list[str]:
+        return [other for other, key in self.cluster.items() if key is not None and key == self.cluster[cell]]
+
+    def position(self, cell: str) -> int | None:
+        found = {self.positions[(run["cell"], run["repetition"])] for run in self.sweep.counted(cell)}
+        return found.pop() if len(found) == 1 else None
+
+    def disagreements(self) -> list[str]:
+        """Rounds whose start times put the runs in another order than the plan's."""
+        found = []
+        for key in dict.fromkeys(k for k in self.cluster.values() if k is not None):
+            runs = [run for cell, k in self.cluster.items() if k == key for run in self.sweep.counted(cell)]
+            for round_ in sorted({run["repetition"] for run in runs}):
+                raced = sorted((run for run in runs if run["repetition"] == round_), key=_started)
+                planned = sorted(raced, key=lambda run: self.positions[(run["cell"], round_)])
+                if [run["cell"] for run in raced] != [run["cell"] for run in planned]:
+                    found.append(f"round {round_}: raced {', '.join(run['cell'] for run in raced)}")
+        return found
+
+    def drift(self, cell: str, task: str, metric: str) -> Slope | None:
+        """The figure's change from one round to the next on this cell's cluster, a level per cell;
+        rounds ranked by when they raced (a round run again later counts where it raced)."""
+        runs = [run for other in self.cells_with(cell) for run in self.sweep.counted(other)]
+        rounds = {}
+        for run in runs:
+            rounds[run["repetition"]] = min(rounds.get(run["repetition"], _started(run)), _started(run))
+        rank = {round_: index for index, round_ in enumerate(sorted(rounds, key=lambda r: (rounds[r], r)))}
+        points = [((run["cell"],), float(rank[run["repetition"]]), math.log(value))
+                  for run in runs for value in [self.sweep.values[run["name"]].get((task, metric))]
+                  if value is not None and value > 0]
+        return fit_slope(points, self.spec.statistics.confidence)
+
+
+def _verdict_text(cell: dict[str, Any]) -> str:
+    return f"{cell.get('verdict')} {change(cell).strip('*')}"
+
+
+def order_of_cells(sweep: Sweep, order: Order) -> list[str]:
+    rows = []
+    margin = order.spec.statistics.noise_threshold_percent
+    for row in (r for r in sweep.status.get("comparison") or [] if r.get("family") == "primary"):
+        for cell in row["cells"]:
+            if cell.get("changeLowPercent") is None or cell.get("verdict") == "Baseline":
+                continue
+            name, baseline = cell["cell"], sweep.baseline_of(cell["cell"])
+            if order.cluster[name] is None or order.cluster[name] != order.cluster[baseline]:
+                rows.append((row["subject"], row["metric"], sweep.label(name), sweep.label(baseline),
+                             "own clusters", "", "", "", _verdict_text(cell), "", "",
+                             "no node shared" if cell.get("verdict") != "Inconclusive" else "no verdict"))
+                continue
+            ours, theirs = order.position(name), order.position(baseline)
+            per_round = order.drift(name, row["subject"], row["metric"])
+            per_run = len(order.cells_with(name))
+            per_position = scaled(per_round, 1 / per_run) if per_round else None
+            bias = scaled(per_position, ours - theirs) if per_position and None not in (ours, theirs) else None
+            figures = (cell["changePercent"], cell["changeLowPercent"], cell["changeHighPercent"])
+            rest = needed = ""
+            if bias and cell.get("verdict") in ("Better", "Worse"):
+                near = figures[1] if figures[0] > 0 else figures[2]
+                rest = _log_pct(math.log1p(near / 100) - bias.estimate)
+                # Free of the pace hypothesis: how fast the node must drift within a round to make it.
+                needed = _log_pct(math.log1p(near / 100) / (ours - theirs)) if ours != theirs else "any"
+            rows.append((row["subject"], row["metric"], sweep.label(name), sweep.label(baseline),
+                         f"{theirs} → {ours} of {per_run}",
+                         f"{_slope_text(per_round)}{_direction(row['metric'], per_round)}, "
+                         f"{per_round.runs if per_round else 0} runs",
+                         _slope_text(per_position), _slope_text(bias), _verdict_text(cell), rest, needed,
+                         could_order_explain(cell.get("verdict", ""), figures, bias, margin)))
+    if not rows:
+        return []
+    lines = table(("task", "metric", "cell", "against", "position: baseline → cell", "drift a round [95 %]",
+                   "drift a position", "bias from the order [95 %]", "verdict [95 %]", "near end less the bias",
+                   "drift a position that would make it", "could the order have made it?"), rows)
+    disagreeing = order.disagreements()
+    if not any(order.cluster.values()):
+        where = (": a cluster of its own for every run, so no run raced before another on its node (they still "
+                 "followed one another on one host, a drift of which this does not measure).")
+    elif disagreeing:
+        where = "; the runs' start times differ in " + "; ".join(disagreeing) + "."
+    else:
+        where = "; the runs' start times agree in every round."
+    return [f"Positions from the sweep's own plan (`order: {order.spec.order.value}`, "
+            f"`clusterReuse: {str(order.spec.cluster_reuse).lower()}`), counted runs only{where} {CELLS_NOTE}",
+            "", *lines]
+
+
+def _task_started(run: dict[str, Any], task: str) -> str | None:
+    return next((t.get("start") for t in run["results"]["tasks"] if t["task"] == task), None)
+
+
+def order_of_tasks(sweep: Sweep, order: Order) -> list[str]:
+    """Contrasts compare tasks of one race: the same question one level down, the position of a
+    task in its race (by the tasks' start times), its drift fitted with a level per task and per
+    race, which a task order that changes from round to round makes measurable."""
+    rows = []
+    margin = order.spec.statistics.noise_threshold_percent
+    for found in sweep.status.get("contrasts") or []:
+        runs = sweep.counted(found["cell"])
+        for row in found["rows"]:
+            tasks = [cell["cell"] for cell in row["cells"]]
+            placed = {}
+            for run in runs:
+                started = sorted((s, t) for t in tasks if (s := _task_started(run, t)))
+                placed[run["name"]] = {task: index for index, (_, task) in enumerate(started)}
+            points = [((task, run["repetition"]), float(placed[run["name"]][task]), math.log(value))
+                      for run in runs for task in tasks
+                      for value in [sweep.values[run["name"]].get((task, row["metric"]))]
+                      if value is not None and value > 0 and task in placed[run["name"]]]
+            per_position = fit_slope(points, order.spec.statistics.confidence)
+            for cell in row["cells"]:
+                if cell.get("verdict") in (None, "Baseline") or cell.get("changeLowPercent") is None:
+                    continue
+                shifts = [placed[run["name"]][cell["cell"]] - placed[run["name"]][found["baseline"]]
+                          for run in runs if {cell["cell"], found["baseline"]} <= set(placed[run["name"]])]
+                mean_shift = statistics.fmean(shifts) if shifts else 0.0
+                # A task order that never changes leaves no drift to measure, and no bias if balanced.
+                bias = scaled(per_position, mean_shift) if per_position else Slope(0.0, 0.0, 0.0, 0) if not any(
+                    shifts) else None
+                figures = (cell["changePercent"], cell["changeLowPercent"], cell["changeHighPercent"])
+                rows.append((cell["verdict"] != "Inconclusive", sweep.label(found["cell"]), cell["cell"],
+                             found["baseline"], row["metric"],
+                             " ".join(f"{s:+d}" for s in shifts), f"{mean_shift:+.1f}",
+                             f"{_slope_text(per_position)}, {per_position.runs if per_position else 0} figures"
+                             if per_position else "confounded (one order)",
+                             _slope_text(bias) if per_position else "", _verdict_text(cell),
+                             could_order_explain(cell["verdict"], figures, bias, margin)
+                             if bias else "cannot tell: one order"))
+    # Inconclusive rows only where no row has a verdict: the order can have made none of theirs.
+    rows = [row[1:] for row in rows if row[0]] or [row[1:] for row in rows]
+    if not rows:
+        return []
+    return ["Contrasts compare tasks of one race: a task's position among them (by the tasks' start times) "
+            "plays the part of a cell's; the drift a position is fitted over the tasks of each row, a level per "
+            "task and per race (confounded when every race ran them in one order).", "",
+            *table(("cell", "variant", "against", "metric", "positions: variant less baseline, by round",
+                    "mean", "drift a position [95 %]", "bias from the order [95 %]", "verdict [95 %]",
+                    "could the order have made it?"), rows)]
+
+
+ORDER_RULE = (
+    "Could drift within a round have made a verdict? The bias from the order is the difference of positions "
+    "times the drift a position: the change that drift alone would give. Yes: the bias reaches the verdict "
+    "interval's near end (the interval less the bias would include no change; for Equivalent, would leave the "
+    "margin); partly: only the bias's own 95 % interval does; no: neither.")
+CELLS_NOTE = (
+    "Each row's drift a round is the slope of the figure's logarithm on the round (ranked by when it raced), "
+    "fitted over the counted runs of the cells on that cluster with a level per cell; the drift a position is that "
+    "divided by the runs a round on the cluster. That assumes the node drifts within a round at the pace it drifts "
+    "between rounds, run by run: a hypothesis, since position and cell cannot be told apart in these runs (a node "
+    "may warm up faster in its first runs). The drift a position that would make a verdict needs no such "
+    "hypothesis: the near end of its interval divided by the difference of positions.")
+
+
+def order_section(sweep: Sweep) -> list[str]:
+    order = Order(sweep)
+    cells, tasks = order_of_cells(sweep, order), order_of_tasks(sweep, order)
+    if not cells and not tasks:
+        return []
+    return ["### Order", "", ORDER_RULE, "", *cells, *tasks]
+
+
 def sweep_section(study: str, sweep: Sweep) -> list[str]:
     status = sweep.status
     lines = [f"## results/{sweep.folder}/ ({sweep.name})", "",
@@ -397,7 +670,7 @@ def sweep_section(study: str, sweep: Sweep) -> list[str]:
     found = per_run(sweep, wanted)
     if found:
         lines += ["### Per run", "", *found]
-    return lines
+    return lines + order_section(sweep)
 
 
 def single_races(results: Path) -> list[str]:

@@ -3,6 +3,8 @@ scripts/study-figures.py makes of results/ now, and every figure with an interva
 README quotes is one of them."""
 
 import importlib.util
+import json
+import math
 from pathlib import Path
 
 import pytest
@@ -56,3 +58,63 @@ def test_every_figure_listed_as_from_outside_the_results_is_still_quoted(study):
     quoted = {written for written, _, _ in figures.intervals((figures.STUDIES / study / "README.md").read_text())}
     stale = sorted(set(figures.NOT_FROM_RESULTS[study]) - quoted)
     assert not stale, f"NOT_FROM_RESULTS lists figures {study}/README.md no longer quotes: {stale}"
+
+
+# --- order: could drift within a round have made a verdict? ---------------------------------------
+
+def _drifting_sweep(tmp_path, per_run: float, changes: dict[str, tuple[str, float, float, float]]) -> Path:
+    """An Interleaved, paired sweep of three cells and five rounds after a warm-up run, whose node
+    gets faster by `per_run` (log scale) with every counted run and whose cells are otherwise
+    equal; its comparison says what `changes` says (cell: verdict, change, low, high)."""
+    spec = {"template": {"elasticsearch": {"version": "8.7.1"}, "workload": {"track": "indexing"}}, "repetitions": 5, "order": "Interleaved", "warmupRuns": 1,
+            "matrix": [{"field": "workload.trackParams.bulk", "values": [1, 2, 3]}],
+            "statistics": {"paired": True, "primary": [{"task": "index", "metric": "throughput.median"}]}}
+    results = lambda value: {"tasks": [{"task": "index", "throughput": {"median": value}}]}  # noqa: E731
+    runs = [{"name": "s-w0-r1", "cell": "w0", "repetition": 1, "phase": "Succeeded",
+             "startTime": "2026-01-01T00:00:00Z", "results": results(900.0)}]
+    for index in range(15):
+        round_, cell = divmod(index, 3)
+        noise = 0.002 * (-1) ** index * (index % 4)  # residuals to estimate the noise from
+        runs.append({"name": f"s-c{cell}-r{round_ + 1}", "cell": f"c{cell}", "repetition": round_ + 1,
+                     "phase": "Succeeded", "startTime": f"2026-01-01T01:{index:02d}:00Z",
+                     "results": results(1000 * math.exp(per_run * index + noise))})
+    comparison = [{"subject": "index", "metric": "throughput.median", "family": "primary", "cells": [
+        {"cell": "c0", "verdict": "Baseline", "n": 5},
+        *({"cell": cell, "verdict": verdict, "n": 5, "changePercent": change, "changeLowPercent": low,
+           "changeHighPercent": high} for cell, (verdict, change, low, high) in changes.items())]}]
+    status = {"baseline": "c0", "runs": runs, "comparison": comparison,
+              "cells": [{"id": f"c{i}", "values": {"workload.trackParams.bulk": i + 1}, "baseline": i == 0 or None}
+                        for i in range(3)]}
+    path = tmp_path / "sweep" / "sweep.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps({"metadata": {"name": "s"}, "spec": spec, "status": status}))
+    return path
+
+
+def test_drift_between_rounds_gives_the_bias_of_the_cells_positions_and_says_which_verdict_it_explains(tmp_path):
+    # 3 % a run: 9.3 % a round of three runs; the last cell raced two runs after the baseline.
+    sweep = figures.Sweep(_drifting_sweep(tmp_path, 0.03, {
+        "c1": ("Better", 10.0, 8.0, 12.0), "c2": ("Better", 6.2, 5.0, 7.4)}))
+    order = figures.Order(sweep)
+    assert [order.position(cell) for cell in ("c0", "c1", "c2")] == [0, 1, 2]
+    drift = order.drift("c2", "index", "throughput.median")
+    assert drift.runs == 15 and drift.low < 0.09 < drift.high and abs(drift.estimate - 0.09) < 0.005
+    rows = [line for line in figures.order_of_cells(sweep, order) if line.startswith("| index ")]
+    assert rows[0].endswith("| no |")  # a bias of +3.0 % against an interval from +8 %
+    assert rows[1].endswith("| yes |")  # +6.2 % of bias: the whole change
+    assert "0 → 2 of 3" in rows[1]
+
+
+def test_a_bias_against_the_effect_or_far_short_of_its_interval_explains_nothing():
+    bias = lambda estimate, low, high: figures.Slope(math.log1p(estimate / 100), math.log1p(low / 100),  # noqa: E731
+                                                     math.log1p(high / 100), 10)
+    explain = figures.could_order_explain
+    assert explain("Better", (27.4, 17.0, 38.7), bias(4.2, 2.6, 5.9), 5) == "no"
+    assert explain("Worse", (-12.6, -19.7, -4.9), bias(-1.0, -1.8, -0.2), 5) == "no"
+    assert explain("Worse", (-12.6, -19.7, -4.9), bias(-3.0, -6.0, 0.0), 5) == "partly"
+    assert explain("Worse", (-12.6, -19.7, -4.9), bias(-5.0, -8.0, -2.0), 5) == "yes"
+    assert explain("Worse", (-12.6, -19.7, -4.9), bias(+5.0, +2.0, +8.0), 5) == "no"  # against the effect
+    assert explain("Equivalent", (0.0, -2.0, 2.0), bias(1.0, 0.5, 1.5), 5) == "no"
+    assert explain("Equivalent", (0.0, -2.0, 2.0), bias(1.0, -4.0, 1.5), 5) == "partly"
+    assert explain("Equivalent", (0.0, -2.0, 2.0), bias(-4.0, -5.0, -3.0), 5) == "yes"
+    assert explain("Inconclusive", (5.0, -2.0, 12.0), bias(1.0, 0.5, 1.5), 5) == "no verdict"
