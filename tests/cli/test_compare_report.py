@@ -200,10 +200,10 @@ def test_show_prints_latency_beside_service_time_each_tasks_node_cpu_contrasts_a
 
 
 def _repeated_runs(result_files, tmp_path, codecs=("default", "best_compression"), labels=None,
-                   jitters=(0.99, 1.0, 1.01)):
+                   jitters=(0.99, 1.0, 1.01), wobble=(1.0, 1.0, 1.0)):
     """Three runs of each codec, the Nth of each scaled by jitters[N]; the second codec's first
-    task has 20 % less throughput. With labels, the runs carry a sweep's labels: cell cN for the
-    Nth codec, round N + 1 for its Nth run."""
+    task has 20 % less throughput, its Nth run times wobble[N]. With labels, the runs carry a
+    sweep's labels: cell cN for the Nth codec, round N + 1 for its Nth run."""
     document = json.loads(result_files[0].read_text())
     task = document["status"]["results"]["tasks"][0]
     paths = []
@@ -217,7 +217,9 @@ def _repeated_runs(result_files, tmp_path, codecs=("default", "best_compression"
                                              "esbench.io/repetition": str(repetition + 1)}
                 run["metadata"]["annotations"] = {"esbench.io/cell": f"index.codec={codec}"}
             run["spec"]["index"]["codec"] = codec
-            run["status"]["results"]["tasks"][0]["throughput"]["median"] = task["throughput"]["median"] * factor * jitter
+            own = wobble[repetition] if cell else 1.0
+            run["status"]["results"]["tasks"][0]["throughput"]["median"] = (task["throughput"]["median"] * factor
+                                                                            * jitter * own)
             paths.append(tmp_path / f"{run['metadata']['name']}.json")
             paths[-1].write_text(json.dumps(run))
     return task, paths
@@ -262,7 +264,9 @@ def test_a_sweeps_cells_are_groups_even_when_two_share_a_spec(esbench, result_fi
 def test_paired_by_round_the_drift_of_a_sweeps_rounds_cancels_out(esbench, result_files, tmp_path):
     """Rounds that drift (a node warming up) hide a 20 % change between independent samples;
     with --paired each contender's run is compared with the baseline's run of the same round."""
-    task, paths = _repeated_runs(result_files, tmp_path, labels="drift", jitters=(0.6, 1.0, 1.6))
+    # Each round's ratio a little off 0.8: ratios that never vary would give no verdict at all.
+    task, paths = _repeated_runs(result_files, tmp_path, labels="drift", jitters=(0.6, 1.0, 1.6),
+                                 wobble=(1.0, 1.01, 0.99))
     question = f"{task['task']}:throughput.median"
 
     def verdict(*flags):
