@@ -343,7 +343,8 @@ def test_wire_form_is_compact_camel_case_json():
         "family": "primary"}
     baseline, contender = throughput["cells"][0], throughput["cells"][1]
     # ci: 1000 ± t(0.975, 4) 2.776445 (t table) * sqrt(62.5) / sqrt(5), to six significant digits
-    assert baseline == {"cell": "default", "n": 5, "median": 1000.0, "mean": 1000.0, "stdDev": 7.90569,
+    assert baseline == {"cell": "default", "n": 5, "median": 1000.0, "mean": 1000.0, "geometricMean": 999.975,
+                        "stdDev": 7.90569,
                         "cvPercent": 0.7906, "ciLow": 990.184, "ciHigh": 1009.82, "noisy": False, "verdict": "Baseline"}
     assert set(contender) == set(baseline) | {"changePercent", "changeLowPercent", "changeHighPercent",
                                               "rawChangeLowPercent", "rawChangeHighPercent", "pValue", "pAdjusted",
@@ -553,3 +554,30 @@ def test_the_rank_test_compares_tied_figures_with_the_t_test_and_says_so():
     assert row.cells[1].test == WELCH and stats.to_wire([row])[0]["cells"][1]["test"] == "WelchT"
     [row] = stats.compare_cells({"a": segments(12, 12.5, 13, 12.2), "b": segments(15, 16, 15.5, 15.2)}, "a", tests)
     assert row.cells[1].test is None
+
+
+def test_a_row_shows_the_figures_its_change_is_made_of():
+    """A paired A/A once read 289.7 ms and 295.3 ms (medians) beside a change of -3.9 %: the
+    geometric means are what the ratio is of, so the row agrees with itself."""
+    samples = {"a": [run(1000, v) for v in (100.0, 300.0, 290.0)], "b": [run(1000, v) for v in (110.0, 250.0, 295.0)]}
+    row = next(r for r in stats.to_wire(stats.compare_cells(samples, "a")) if r["metric"] == "latency.p50")
+    baseline, contender = row["cells"]
+    assert contender["changePercent"] == pytest.approx((stats.estimate(contender) / stats.estimate(baseline) - 1) * 100,
+                                                       abs=0.01)
+    assert (contender["median"] / baseline["median"] - 1) * 100 != pytest.approx(contender["changePercent"], abs=1)
+
+
+def test_an_inconclusive_change_that_excludes_no_change_before_the_correction_says_what_would_settle_it():
+    """Seen: a store 22-29 % smaller (raw interval), Inconclusive after Benjamini-Hochberg over a
+    hundred exploratory comparisons; declared primary, the same effect was Better."""
+    found = {"verdict": "Inconclusive", "rawChangeLowPercent": -29.0, "rawChangeHighPercent": -22.0}
+    assert "declare it primary" in stats.uncorrected_hint(found)
+    assert stats.uncorrected_hint({**found, "rawChangeHighPercent": 3.0}) is None
+    assert stats.uncorrected_hint({**found, "verdict": "Better"}) is None
+
+
+def test_a_runs_largest_request_is_marked_as_following_the_request_count():
+    rows = stats.to_wire(stats.compare_cells(SWEEP, "default"))
+    marked = {row["metric"] for row in rows if row.get("followsRequestCount")}
+    assert marked <= {"latency.p100", "service_time.p100"} and "latency.p50" not in marked
+    assert {m.key for m, _ in compare.TASK_METRICS if m.follows_request_count} == {"latency.p100", "service_time.p100"}

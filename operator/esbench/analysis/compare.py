@@ -45,6 +45,9 @@ class Metric:
     label: str  # for people, e.g. "latency p99"
     direction: Direction
     unit: str | None = None  # fixed unit; None: the unit Rally reported with the value
+    # The largest of a run's requests: its expected value grows with their number, so a contender
+    # that serves more or fewer requests moves it without being faster or slower.
+    follows_request_count: bool = False
 
 
 LOWER, HIGHER = Direction.LOWER_IS_BETTER, Direction.HIGHER_IS_BETTER
@@ -54,12 +57,12 @@ TASK_METRICS: list[tuple[Metric, Callable[[models.TaskResult], tuple[float | Non
     (Metric("throughput.median", "throughput median", HIGHER),
      lambda t: (t.throughput.median, t.throughput.unit) if t.throughput else (None, None)),
     *[
-        (Metric(f"latency.{p}", f"latency {p}", LOWER),
+        (Metric(f"latency.{p}", f"latency {p}", LOWER, follows_request_count=p == "p100"),
          lambda t, p=p: (getattr(t.latency, p), t.latency.unit) if t.latency else (None, None))
         for p in _PERCENTILES
     ],
     *[
-        (Metric(f"service_time.{p}", f"service time {p}", LOWER),
+        (Metric(f"service_time.{p}", f"service time {p}", LOWER, follows_request_count=p == "p100"),
          lambda t, p=p: (getattr(t.service_time, p), t.service_time.unit) if t.service_time else (None, None))
         for p in _PERCENTILES
     ],

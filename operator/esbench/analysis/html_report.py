@@ -305,7 +305,8 @@ def _results_html(comparison: Comparison) -> str:
 VERDICT_COLUMNS = ["task", "metric", "group", "baseline", "contender", "unit", "change [interval]", "p raw/adj.",
                    "verdict"]
 CONTRAST_COLUMNS = ["contrast", "metric", "task", *VERDICT_COLUMNS[3:]]  # a contrast's rows: its tasks are the groups
-VERDICT_LEGEND = ("Each group is a sweep's cell or the runs of one spec. baseline, contender: medians of the runs. change: the ratio on the runs' logarithms (of geometric means), "
+VERDICT_LEGEND = ("Each group is a sweep's cell or the runs of one spec. baseline, contender: geometric means of the runs "
+                  "(medians where a run has 0). change: their ratio, "
                   "where a run has 0 the difference of means in % of the baseline's; [interval] at the level "
                   "corrected for the number of comparisons. * primary question.")
 
@@ -338,9 +339,11 @@ def _verdict_lines(rows: list[dict[str, Any]]) -> list[list[str]]:
     for row in sorted(rows, key=lambda r: r.get("family") != "primary"):
         for baseline, found in stats.contenders(row):
             verdict = found["verdict"] + (f" (~{found['runsNeeded']} runs)" if found.get("runsNeeded") else "")
+            hint = stats.uncorrected_hint(found)
+            verdict += f"; {hint}" if hint else ""
             lines.append([row["subject"], row["metric"] + (" *" if row.get("family") == "primary" else ""),
-                          stats.contender_label(found), compare.format_value(baseline["median"], None) if baseline else "–",
-                          compare.format_value(found["median"], None), compare.unit_label(row.get("unit")),
+                          stats.contender_label(found), compare.format_value(stats.estimate(baseline), None) if baseline
+                          else "–", compare.format_value(stats.estimate(found), None), compare.unit_label(row.get("unit")),
                           stats.change_text(found), stats.p_values_text(found), verdict])
     return lines
 

@@ -116,6 +116,8 @@ class Summary:
     cv_percent: float | None  # std_dev / |mean| * 100; None when n < 2 or mean == 0
     ci_low: float | None  # confidence interval of the mean (t distribution); None when n < 2
     ci_high: float | None
+    # What a change on the log scale is made of (the ratio of two of them); None where a run is <= 0.
+    geometric_mean: float | None = None
 
 
 def _check_confidence(confidence: float) -> None:
@@ -131,12 +133,13 @@ def summarize(values: Sequence[float], confidence: float = 0.95) -> Summary:
     n = len(values)
     median = float(statistics.median(values))
     mean = statistics.fmean(values)
+    geometric = statistics.geometric_mean(values) if min(values) > 0 else None
     if n < 2:
-        return Summary(n, median, mean, None, None, None, None)
+        return Summary(n, median, mean, None, None, None, None, geometric)
     std_dev = math.sqrt(_variance(values))
     cv_percent = std_dev / abs(mean) * 100 if mean else None
     half_width = _t_quantile((1 + confidence) / 2, n - 1) * std_dev / math.sqrt(n)
-    return Summary(n, median, mean, std_dev, cv_percent, mean - half_width, mean + half_width)
+    return Summary(n, median, mean, std_dev, cv_percent, mean - half_width, mean + half_width, geometric)
 
 
 # --- two cells: a shift, its p-value and its interval at any level ---------------------------
@@ -655,11 +658,13 @@ def to_wire(rows: Sequence[Row]) -> list[dict[str, Any]]:
             "unit": row.unit,
             "higherIsBetter": row.metric.direction == Direction.HIGHER_IS_BETTER,
             "family": row.family.value,
+            "followsRequestCount": row.metric.follows_request_count or None,
             "cells": [
                 _compact({
                     "cell": c.cell,
                     "n": c.summary.n,
                     "median": _round(c.summary.median),
+                    "geometricMean": _round(c.summary.geometric_mean),
                     "mean": _round(c.summary.mean),
                     "stdDev": _round(c.summary.std_dev),
                     "cvPercent": _round(c.summary.cv_percent, 4),
@@ -715,6 +720,23 @@ def change_text(found: dict[str, Any]) -> str:
         return f"{change:+.1f} %"
     low, high = found.get("changeLowPercent"), found.get("changeHighPercent")
     return f"{change:+.1f} % [{'-inf' if low is None else f'{low:+.1f}'}, {'+inf' if high is None else f'{high:+.1f}'}]"
+
+
+def estimate(found: dict[str, Any] | None) -> float | None:
+    """A to_wire cell's figure that its change is made of: the geometric mean of its runs (the
+    change is their ratio), or the median where a run had 0 or less."""
+    return None if found is None else found.get("geometricMean", found["median"])
+
+
+def uncorrected_hint(found: dict[str, Any]) -> str | None:
+    """For an Inconclusive contender whose uncorrected interval excludes no change: why it is not a
+    verdict (the correction over its family) and what would settle it."""
+    if found.get("verdict") != Verdict.INCONCLUSIVE.value:
+        return None
+    low, high = found.get("rawChangeLowPercent"), found.get("rawChangeHighPercent")
+    if not ((low is not None and low > 0) or (high is not None and high < 0)):
+        return None
+    return "excludes no change before the correction: declare it primary to test it alone"
 
 
 def p_values_text(found: dict[str, Any]) -> str:

@@ -370,17 +370,20 @@ def statistics_table(title: str, subject: str, rows: list[dict[str, Any]], conte
     columns = (subject, "metric", *([contender] if named else []), "baseline", "contender", "unit",
                "change [interval]", "p raw/adj.", "verdict")
     table = Table(title=escape(title), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
-                  caption=escape("baseline, contender: medians of the runs. change: the ratio on the runs' logarithms "
-                                 "(of geometric means, or Hodges-Lehmann with MannWhitneyU); where a run has 0, the "
+                  caption=escape("baseline, contender: geometric means of the runs (medians where a run has 0). "
+                                 "change: their ratio (Hodges-Lehmann's with MannWhitneyU); where a run has 0, the "
                                  "difference of means in % of the baseline's. [interval] at the corrected level; p "
-                                 "raw/adjusted."),
+                                 "raw/adjusted. Significant uncorrected: an Inconclusive change whose uncorrected "
+                                 "interval excludes no change; declared primary, it would be tested alone. † the "
+                                 "largest of a run's requests: it moves with their number."),
                   caption_justify="left")
     for column in columns:
         justify = "right" if column in ("baseline", "contender", "change [interval]", "p raw/adj.") else "left"
         table.add_column(column, justify=justify, overflow="fold", no_wrap=column in ("change [interval]", "p raw/adj."))
     for row in sorted(rows, key=lambda r: r.get("family") != "primary"):
         contenders = stats.contenders(row)
-        label = row["metric"] + (" *" if row.get("family") == "primary" else "")
+        label = row["metric"] + (" *" if row.get("family") == "primary" else "") + (
+            " †" if row.get("followsRequestCount") else "")
         for position, (baseline, found) in enumerate(contenders):
             p_values = stats.p_values_text(found)
             verdict = Text(found["verdict"], style=VERDICT_STYLES.get(found["verdict"], "dim"))
@@ -388,15 +391,17 @@ def statistics_table(title: str, subject: str, rows: list[dict[str, Any]], conte
                 verdict.append(f" ~{found['runsNeeded']} runs", style="dim")
             if found.get("noisy"):
                 verdict.append(" noisy", style="yellow")
+            if stats.uncorrected_hint(found):
+                verdict.append(" (significant uncorrected)", style="yellow")
             cell = [stats.contender_label(found)] if named else []
             table.add_row(row["subject"] if position == 0 else "", label if position == 0 else "", *cell,
-                          _median(baseline), _median(found), unit_label(row.get("unit")), stats.change_text(found),
+                          _estimate(baseline), _estimate(found), unit_label(row.get("unit")), stats.change_text(found),
                           p_values, verdict, end_section=position == len(contenders) - 1)
     return table
 
 
-def _median(found: dict[str, Any] | None) -> str:
-    return "–" if found is None else format_value(found["median"], None)
+def _estimate(found: dict[str, Any] | None) -> str:
+    return "–" if found is None else format_value(stats.estimate(found), None)
 
 
 def frame_changes_table(rows: list[profiles.FrameChange]) -> Table:
