@@ -444,3 +444,21 @@ def test_without_max_repetitions_the_plan_is_fixed():
     p = plan(CODECS, repetitions=2)
     spec = models.SweepSpec(template=TEMPLATE, matrix=[CODECS], repetitions=2)
     assert sweepstate.with_rounds(p, spec, []) == sweepstate.Rounds(p, {})
+
+
+def test_warmup_runs_go_on_until_two_in_a_row_agree_or_the_cap():
+    """A node still warming up: 500, 800, 950, 960 docs/s in its warm-up runs. Within 5 %, the
+    fourth agrees with the third; measured runs start only then."""
+    spec = models.SweepSpec.model_validate({"template": TEMPLATE, "matrix": [CODECS], "repetitions": 2,
+                                            "order": "Interleaved", "warmupRuns": 1,
+                                            "warmupUntilStable": {"changePercent": 5, "maxRuns": 6}})
+    p = grid.plan(spec, "sweep", "default")
+    runs, rounds = play(spec, p, {"w0": [500, 800, 950, 960], "c0": QUIET, "c1": QUIET})
+    made = [(r["metadata"]["labels"]["esbench.io/cell"], int(r["metadata"]["labels"]["esbench.io/repetition"]))
+            for r in runs]
+    assert made[:5] == [("w0", 1), ("w0", 2), ("w0", 3), ("w0", 4), ("c0", 1)]
+    assert rounds.warmups == [{"cell": "w0", "runs": 4, "stable": True, "changePercent": 1.05}]
+    capped = models.SweepSpec.model_validate({**spec.to_wire(), "warmupUntilStable": {"changePercent": 5, "maxRuns": 3}})
+    runs, rounds = play(capped, grid.plan(capped, "sweep", "default"), {"w0": [500, 800, 950], "c0": QUIET, "c1": QUIET})
+    assert rounds.warmups == [{"cell": "w0", "runs": 3, "stable": False, "changePercent": 18.75}]
+    assert sum(r["metadata"]["labels"]["esbench.io/cell"] == "w0" for r in runs) == 3

@@ -1088,6 +1088,16 @@ class Gate(Question):
         None, max_length=200, description="Cell ids (c1, c2, ...) to gate; default every contender.")
 
 
+class WarmupUntilStable(Model):
+    """Warm-up runs beyond warmupRuns until the node has settled, within a cap."""
+
+    change_percent: float = Field(
+        5.0, gt=0, le=100,
+        description="Settled when every primary figure of a warm-up run (the primary questions', or each task's "
+                    "throughput and service-time medians) is within this of the warm-up run before it.")
+    max_runs: int = Field(5, ge=2, le=20, description="Warm-up runs at most, per shared cluster.")
+
+
 class SweepSpec(Model):
     # A gate compares repetitions: with one run per cell there is a difference, never a verdict,
     # so the gate could never fail. (repetitions defaults to 3.)
@@ -1178,6 +1188,9 @@ class SweepSpec(Model):
         1, ge=0, le=10,
         description="Runs at the start of each shared cluster that are not counted (cells w0, w1, ...), so that JIT "
                     "warm-up and cold caches do not bias the first cells. Only with clusterReuse (or spec.target).")
+    warmup_until_stable: WarmupUntilStable | None = Field(
+        None, description="Further warm-up runs, after warmupRuns, until two in a row agree within changePercent "
+                          "(status.warmups says how many ran and whether the node settled).")
     max_retries: int = Field(1, ge=0, le=5, description="Attempts after a failed run (not after InvalidSpec).")
     statistics: Statistics = Statistics()
     gates: list[Gate] | None = Field(
@@ -1189,6 +1202,11 @@ class SweepSpec(Model):
     @property
     def most_repetitions(self) -> int:
         return max(self.repetitions, self.max_repetitions or 0)
+
+    @property
+    def most_warmup_runs(self) -> int:
+        until = self.warmup_until_stable
+        return max(self.warmup_runs, until.max_runs if until and self.warmup_runs else 0)
 
     @property
     def target_width_percent(self) -> float:
@@ -1298,6 +1316,9 @@ class SweepStatus(Model):
         None, description="Each gate's result: Passed (every contender's interval within the allowed regression), "
                           "Failed (significantly worse beyond it), Undecided (the sweep ended with an interval "
                           "reaching beyond it) or Pending, with a message.")
+    warmups: Records | None = Field(
+        None, description="With warmupUntilStable: per warm-up cell, the warm-up runs made, the last change between "
+                          "two of them (changePercent) and whether the node settled (stable).")
     order_effects: list[OrderEffect] | None = Field(
         None, description="Per primary question (or each task's throughput and service time medians), whether a run's "
                           "position in its round explains its figure beyond its cell (condition OrderEffect).")

@@ -122,7 +122,7 @@ def sweep_document(stored: dict[str, Any], uid: str, rounds: sweepstate.Rounds, 
     clusters = sweepstate.shared_clusters(plan, run_groups, spec.cluster_reuse, name)
     rows = sweepstate.comparison(plan, states, spec, rounds.looks)
     report = sweepstate.status_report(plan, states, run_groups, clusters, spec, rows,
-                                      sweepstate.cell_contrasts(plan, states, spec), rounds.stopped)
+                                      sweepstate.cell_contrasts(plan, states, spec), rounds.stopped, rounds.warmups)
     before = (previous or {}).get("status") or {}
     report.fields["startTime"] = before.get("startTime") or now
     if report.complete:

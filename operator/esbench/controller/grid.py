@@ -143,14 +143,15 @@ def cells(spec: models.SweepSpec, name: str, namespace: str) -> list[Cell]:
     """Every cell, each checked as the API server would check an Experiment with its spec and
     the longest name a run of this sweep gets (names limit what ECK can make of nodeSets)."""
     assignments = _assignments(spec)
-    longest_run = names.sweep_run_name(name, f"c{len(assignments) - 1}", spec.most_repetitions, spec.max_retries + 1)
+    longest_run = names.sweep_run_name(name, f"c{len(assignments) - 1}", max(spec.most_repetitions, spec.most_warmup_runs),
+                                       spec.max_retries + 1)
     # The rounds' values repeat after the lists' least common multiple of rounds: those, or every
     # round a run can have (warm-up runs count their own), hold every spec a run will race. (The
     # CRD's rules alone check perRound's fields: no sweep with perRound predates them.)
     rounds = ()
     if spec.per_round:
         every_round = math.lcm(*(len(axis.values) for axis in spec.per_round))
-        rounds = range(1, min(every_round, max(spec.most_repetitions, spec.warmup_runs)) + 1)
+        rounds = range(1, min(every_round, max(spec.most_repetitions, spec.most_warmup_runs)) + 1)
 
     def admitted(cell: Cell, where: str = "") -> dict[str, Any]:
         document = {"apiVersion": models.API_VERSION, "kind": models.KIND,

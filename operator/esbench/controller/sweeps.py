@@ -109,7 +109,8 @@ class SweepReconciler:
             rows = sweepstate.comparison(plan, states, spec, rounds.looks)
             contrast_rows = sweepstate.cell_contrasts(plan, states, spec)
         self._comparisons[sweep.uid] = (succeeded, rows, contrast_rows)
-        report = sweepstate.status_report(plan, states, run_groups, clusters, spec, rows, contrast_rows, rounds.stopped)
+        report = sweepstate.status_report(plan, states, run_groups, clusters, spec, rows, contrast_rows, rounds.stopped,
+                                          rounds.warmups)
         started = (body.get("status") or {}).get("startTime") or status.now()
         report.fields["startTime"] = started
         if not_started and not report.complete:  # e.g. no ECK: say so rather than "0/4 runs finished"

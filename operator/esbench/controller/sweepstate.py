@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from esbench.analysis import compare, contrasts, ordereffect, stats
-from esbench.api.models import Gate, Phase, Results, SweepPhase, SweepSpec, Workload
+from esbench.api.models import WARMUP_CELL_PREFIX, Gate, Phase, Results, SweepPhase, SweepSpec, Workload
 from esbench.api.reasons import Reason
 from esbench.controller import grid, manifests, names, status
 
@@ -132,9 +132,53 @@ def progress(plan: grid.Plan, runs: list[dict[str, Any]], max_retries: int,
 
 @dataclass
 class Rounds:
-    plan: grid.Plan  # with the further rounds so far
+    plan: grid.Plan  # with the further rounds (and warm-up runs) so far
     stopped: dict[str, str]  # cell id: why it gets no further round
     looks: dict[str, stats.Look] = field(default_factory=dict)  # each contender's look, for its comparison
+    warmups: list[dict[str, Any]] = field(default_factory=list)  # warmupUntilStable: what each warm-up cell did
+
+
+def with_warmups(plan: grid.Plan, spec: SweepSpec, runs: list[dict[str, Any]],
+                 records: list[dict[str, Any]] = ()) -> tuple[grid.Plan, list[dict[str, Any]]]:
+    """The plan with further warm-up runs where spec.warmupUntilStable calls for them: once a warm-up
+    cell's runs have ended, another one while its last two succeeded runs differ by more than the
+    stated share on any primary figure, up to maxRuns. Each goes right after its cell's last, so
+    that no measured run of its cluster starts before the node has settled or the cap is reached."""
+    until = spec.warmup_until_stable
+    if until is None or not spec.warmup_runs:
+        return plan, []
+    notes = []
+    warm = {r.cell.id: r.cell for r in plan.runs if r.cell.id.startswith(WARMUP_CELL_PREFIX)}
+    for cell in warm.values():
+        while True:
+            mine = [s for s in progress(plan, runs, spec.max_retries, records) if s.run.cell.id == cell.id]
+            figures = [_settling_figures(Results.model_validate(s.latest["status"]["results"]), spec)
+                       for s in mine if s.state == RunState.SUCCEEDED and s.latest["status"].get("results")]
+            change = _largest_change(figures[-2], figures[-1]) if len(figures) >= 2 else None
+            note = {"cell": cell.id, "runs": len(mine), "stable": change is not None and change <= until.change_percent}
+            if change is not None:
+                note["changePercent"] = round(change, 2)
+            if not all(s.final for s in mine) or note["stable"] or len(mine) >= max(until.max_runs, spec.warmup_runs):
+                break
+            after = max(i for i, r in enumerate(plan.runs) if r.cell.id == cell.id)
+            plan = dataclasses.replace(plan, runs=[*plan.runs[:after + 1], grid.Run(cell, len(mine) + 1),
+                                                   *plan.runs[after + 1:]])
+        notes.append(note)
+    return plan, notes
+
+
+def _settling_figures(results: Results, spec: SweepSpec) -> dict[tuple[str, str], float]:
+    """What a warm-up run says of the node: the primary figures, or each task's medians."""
+    questions = spec.primary_questions() or [(task.task, metric) for task in results.tasks
+                                              for metric in ("throughput.median", "service_time.p50")]
+    wanted = set(questions)
+    return {(m.subject, m.metric.key): m.value for m in compare.measurements(results, {k for _, k in questions})
+            if (m.subject, m.metric.key) in wanted and m.value}
+
+
+def _largest_change(before: dict[tuple[str, str], float], after: dict[tuple[str, str], float]) -> float | None:
+    changes = [abs(after[key] / before[key] - 1) * 100 for key in before.keys() & after.keys()]
+    return max(changes) if changes else None
 
 
 def with_rounds(plan: grid.Plan, spec: SweepSpec, runs: list[dict[str, Any]],
@@ -149,8 +193,9 @@ def with_rounds(plan: grid.Plan, spec: SweepSpec, runs: list[dict[str, Any]],
     their baselines, in the sweep's order. Deterministic in the runs, so every reconcile (and a
     resumed local sweep) finds the same plan.
     """
+    plan, warmups = with_warmups(plan, spec, runs, records)
     if not spec.max_repetitions:
-        return Rounds(plan, {})
+        return Rounds(plan, {}, warmups=warmups)
     alpha = stats.alpha_of(spec.statistics)
     compared = {cell.id for cell in plan.cells}
     contenders = [cell for cell in plan.cells if not plan.is_baseline(cell.id)]
@@ -163,7 +208,7 @@ def with_rounds(plan: grid.Plan, spec: SweepSpec, runs: list[dict[str, Any]],
         current = {cell: stats.look(alpha, last, spec.repetitions, spec.max_repetitions) for cell in still}
         states = progress(plan, runs, spec.max_retries, records)
         if not all(s.final for s in states if s.run.cell.id in compared and s.run.repetition == last):
-            return Rounds(plan, stopped, {**looks, **current})
+            return Rounds(plan, stopped, {**looks, **current}, warmups)
         answers = primary_answers(plan, states, spec, {**looks, **current})
         for cell in list(still):
             settled, width = answers.get(cell, (False, None))
@@ -181,7 +226,7 @@ def with_rounds(plan: grid.Plan, spec: SweepSpec, runs: list[dict[str, Any]],
             still.remove(cell)
             looks[cell] = current[cell]
         if not still:
-            return Rounds(plan, stopped, looks)
+            return Rounds(plan, stopped, looks, warmups)
         last += 1
         wanted = {plan.baselines[cell] for cell in still}
         cells = [*(cell for cell in plan.cells if cell.id in wanted), *(cell for cell in contenders if cell.id in still)]
@@ -411,8 +456,8 @@ class StatusReport:
 
 def status_report(plan: grid.Plan, states: list[Progress], run_groups: dict[str, list[grid.Run]],
                   clusters: dict[str, str], spec: SweepSpec, rows: list[stats.Row],
-                  contrast_rows: list[dict[str, Any]] | None = None, stopped: dict[str, str] | None = None
-                  ) -> StatusReport:
+                  contrast_rows: list[dict[str, Any]] | None = None, stopped: dict[str, str] | None = None,
+                  warmups: list[dict[str, Any]] | None = None) -> StatusReport:
     counts = _counts(states)
     finished = counts["succeeded"] + counts["failed"]
     complete = finished == len(states)
@@ -431,6 +476,8 @@ def status_report(plan: grid.Plan, states: list[Progress], run_groups: dict[str,
         fields["timing"] = spent
     if contrast_rows:
         fields["contrasts"] = contrast_rows
+    if warmups:
+        fields["warmups"] = warmups
     conditions = []
     effects = order_effects(plan, states, spec)
     if effects:
