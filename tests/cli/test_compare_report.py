@@ -411,7 +411,7 @@ def test_a_sweeps_report_says_what_the_sweep_said_against_its_own_baseline(esben
     assert text.startswith("# esbench report: sweep bulk\n")  # not its runs' names
     assert "each cell against its baseline, c2" in text and "same round (paired t)" in text
     assert "primary: Holm over 2" in text
-    said = {(row["subject"], row["metric"], found["cell"], compare.format_value(baseline["median"], None),
+    said = {(row["subject"], row["metric"], found["cell"], compare.format_value(stats.estimate(baseline), None),
              stats.change_text(found), stats.p_values_text(found), found["verdict"])
             for row in sweep["status"]["comparison"] if row["section"] == "task"
             for baseline, found in stats.contenders(row)}

@@ -273,7 +273,7 @@ def test_a_schedule_of_sweeps_watches_each_cells_series_a_night_being_one_point(
     as slow: the regression of c1, and of c1 alone, is reported once."""
     operators.start(store.url)
     created = create_schedule(apis, namespace, "cells", schedule="0 0 1 1 *",  # no tick during the test
-                              sweep={"template": TEMPLATE, "matrix": CODECS, "repetitions": 2})
+                              sweep={"template": TEMPLATE, "matrix": CODECS, "repetitions": 2, "warmupRuns": 0})
     schedule = manifests.Schedule.from_body(created)
     cells = grid.cells(schedule.spec.sweep, "cells", namespace)
     writer = ElasticsearchStore(store.client)

@@ -84,8 +84,9 @@ def test_confidence_interval_matches_the_t_table():
 
 
 def test_one_value_and_constant_values_give_none_not_nan():
-    assert stats.summarize([3.0]) == stats.Summary(1, 3.0, 3.0, None, None, None, None)
-    assert stats.summarize([2.0, 2.0, 2.0]) == stats.Summary(3, 2.0, 2.0, 0.0, 0.0, 2.0, 2.0)
+    assert stats.summarize([3.0]) == stats.Summary(1, 3.0, 3.0, None, None, None, None, 3.0)
+    assert stats.summarize([2.0, 2.0, 2.0]) == stats.Summary(3, 2.0, 2.0, 0.0, 0.0, 2.0, 2.0, 2.0)
+    assert stats.summarize([-1.0, 1.0]).geometric_mean is None
     # 0.7 three times has a float mean just off 0.7: the spread must still be exactly none, and a
     # difference that is always the same an exact shift.
     assert stats.summarize([0.7] * 3).std_dev == 0.0

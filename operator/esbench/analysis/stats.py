@@ -133,7 +133,8 @@ def summarize(values: Sequence[float], confidence: float = 0.95) -> Summary:
     n = len(values)
     median = float(statistics.median(values))
     mean = statistics.fmean(values)
-    geometric = statistics.geometric_mean(values) if min(values) > 0 else None
+    # (A constant sample's own value: its logarithms' mean would come back a rounding off it.)
+    geometric = None if min(values) <= 0 else values[0] if min(values) == max(values) else statistics.geometric_mean(values)
     if n < 2:
         return Summary(n, median, mean, None, None, None, None, geometric)
     std_dev = math.sqrt(_variance(values))
