@@ -499,7 +499,7 @@ def test_ten_contenders_truly_at_the_margin_are_called_equivalent_at_most_at_the
     their number as the difference tests are: ten contenders each truly +5 % (the margin), ten
     runs, CV 5 %. Decided at the difference test's level, about 10 % of such sweeps called one of
     them Equivalent."""
-    generator, sweeps, alpha = random.Random(31), 1000, 0.05
+    generator, sweeps, alpha = random.Random(31), 500, 0.05
     effects = {"c0": 0.0, **{f"c{i}": 0.05 for i in range(1, 11)}}
     false_sweeps = 0
     for _ in range(sweeps):
