@@ -118,10 +118,14 @@ def order_effects(runs: Sequence[Run], questions: Iterable[tuple[str, str]],
     return found
 
 
+# Without primary questions, what says how a task went: its throughput and service time medians.
+DEFAULT_METRICS = ("throughput.median", "service_time.p50")
+
+
 def default_questions(runs: Sequence[Run]) -> list[tuple[str, str]]:
-    """Without primary questions: each task's throughput and service time medians."""
+    """Without primary questions: each task's DEFAULT_METRICS."""
     tasks = dict.fromkeys(task.task for run in runs for task in run.results.tasks)
-    return [(task, metric) for task in tasks for metric in ("throughput.median", "service_time.p50")]
+    return [(task, metric) for task in tasks for metric in DEFAULT_METRICS]
 
 
 def warning(effect: OrderEffect) -> str | None:

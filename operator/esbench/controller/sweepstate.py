@@ -170,7 +170,7 @@ def with_warmups(plan: grid.Plan, spec: SweepSpec, runs: list[dict[str, Any]],
 def _settling_figures(results: Results, spec: SweepSpec) -> dict[tuple[str, str], float]:
     """What a warm-up run says of the node: the primary figures, or each task's medians."""
     questions = spec.primary_questions() or [(task.task, metric) for task in results.tasks
-                                              for metric in ("throughput.median", "service_time.p50")]
+                                              for metric in ordereffect.DEFAULT_METRICS]
     wanted = set(questions)
     return {(m.subject, m.metric.key): m.value for m in compare.measurements(results, {k for _, k in questions})
             if (m.subject, m.metric.key) in wanted and m.value}
@@ -330,7 +330,7 @@ def gate_results(gates: list[Gate], rows: list[stats.Row], complete: bool) -> li
                 regressions.append(f"{cell} {found.change_percent:+.1f}% ({_interval(found)}, "
                                    f"adjusted p={found.p_adjusted:.3g})")
             elif found.p_value is None or regression is None or regression > gate.max_regression_percent:
-                undecided.append(f"{cell} {stats.change_text(_wire_cell(found))}")
+                undecided.append(f"{cell} {found.change_percent:+.1f}% ({_interval(found)})")
         if regressions:
             verdict.update(result="Failed", message="significant regression beyond "
                            f"{gate.max_regression_percent}%: {', '.join(regressions)}")
@@ -347,11 +347,6 @@ def gate_results(gates: list[Gate], rows: list[stats.Row], complete: bool) -> li
                                                     " regression")
         results.append(verdict)
     return results
-
-
-def _wire_cell(found: stats.CellStats) -> dict[str, Any]:
-    return {"changePercent": found.change_percent, "changeLowPercent": found.low_percent,
-            "changeHighPercent": found.high_percent, **({"pValue": found.p_value} if found.p_value is not None else {})}
 
 
 def timing(records: list[dict[str, Any]]) -> dict[str, Any] | None:
