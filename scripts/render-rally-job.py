@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Prints, as YAML, the Rally Job the operator would create for an Experiment file.
 
-Built by the operator's own pure builder (esbench.controller.manifests) with the operator's
+Built by the operator's own pure builder (esbench.planning.manifests) with the operator's
 default settings, against the ECK cluster the Experiment asks for, so that static checks
 (scripts/checkov.sh) see exactly what reaches the API server. No cluster is needed.
 Usage: scripts/render-rally-job.py [EXPERIMENT.yaml]   (default: examples/quickstart.yaml)
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import yaml
 
-from esbench.controller import manifests
 from esbench.controller.config import Settings
+from esbench.planning import manifests
 
 ROOT = Path(__file__).resolve().parents[1]
 

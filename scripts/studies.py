@@ -29,7 +29,7 @@ import yaml
 
 from esbench.api import models
 from esbench.cli import localsweep
-from esbench.controller import grid
+from esbench.planning import grid
 from esbench.runner import indexreuse, race, rally
 
 REPO = Path(__file__).resolve().parents[1]

@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 
 from esbench.analysis import compare, stats
 from esbench.api import models
-from esbench.controller import grid, sweepstate
+from esbench.planning import grid, sweepstate
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDIES = ROOT / "examples" / "studies"

@@ -18,7 +18,8 @@ import pytest
 from kubernetes import client
 
 from esbench.api.models import ExperimentSpec
-from esbench.controller import config, manifests, names
+from esbench.controller import config
+from esbench.planning import manifests, names
 from tests.support.waiting import wait_for
 
 WATCHED = ["team-a", "team-b"]

@@ -20,7 +20,7 @@ from kubernetes import client
 from esbench.analysis import compare, stats
 from esbench.api import models, validation
 from esbench.cli import local, localsweep
-from esbench.controller import grid, manifests, sweepstate
+from esbench.planning import grid, manifests, sweepstate
 from tests.support.result_files import fixed_rate_experiment, race_fixtures
 
 

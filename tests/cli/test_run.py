@@ -25,9 +25,9 @@ import yaml
 from esbench.analysis import compare
 from esbench.api import models, validation
 from esbench.cli import local
-from esbench.controller import status
 from esbench.history.localstore import LocalStore
 from esbench.localnode import cpus, localcluster
+from esbench.planning import status
 from esbench.runner import nodestats, race
 from tests.support.elasticsearch import LATEST
 from tests.support.waiting import wait_for

@@ -20,8 +20,8 @@ import yaml
 from kubernetes import client
 
 from esbench.analysis import profiles
-from esbench.controller.readiness import readiness
-from esbench.controller.recording import recorded
+from esbench.planning.readiness import readiness
+from esbench.planning.status import recorded
 from esbench.runner.corpus import TEST_MODE_COUNT
 from tests.e2e.harness import ES_VERSION, ES_VERSIONS, ROOT, Cluster, es_image
 from tests.support.experiments import condition

@@ -17,7 +17,7 @@ import pytest
 from esbench.api import models
 from esbench.api.race_report import MARKER, Failure, RaceReport
 from esbench.api.reasons import Reason
-from esbench.controller.status import parse
+from esbench.planning.status import parse
 from esbench.runner.results import summarize
 from tests.support.admission import deletion_held, deletion_refused
 from tests.support.controlplane import K8S_VERSION

@@ -9,7 +9,7 @@ seen yet is read from the API server."""
 from kubernetes import client
 
 from esbench.api.models import ExperimentSpec
-from esbench.controller import manifests
+from esbench.planning import manifests
 
 
 def test_rally_pod_is_admitted_in_a_restricted_namespace(control_plane):

@@ -18,8 +18,8 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from esbench.api.models import ExperimentSpec
-from esbench.controller import manifests
-from esbench.controller.readiness import readiness
+from esbench.planning import manifests
+from esbench.planning.readiness import readiness
 from tests.support.experiments import create_experiment, wait_phase
 from tests.support.real_eck import RealEck
 from tests.support.standin_eck import GROUP, PLURAL, VERSION, StandinEck, what_esbench_reads

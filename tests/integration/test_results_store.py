@@ -18,12 +18,11 @@ import pytest
 from esbench.api import models
 from esbench.api.race_report import RaceReport
 from esbench.api.reasons import Reason
-from esbench.controller import grid, manifests
-from esbench.controller import status as experiment_status
-from esbench.controller.recording import recorded
-from esbench.controller.status import RECORDED
 from esbench.history import rallyresults, records
 from esbench.history.esstore import RACES_INDEX, SWEEPS_INDEX, ElasticsearchStore
+from esbench.planning import grid, manifests
+from esbench.planning import status as experiment_status
+from esbench.planning.status import RECORDED, recorded
 from esbench.runner.results import summarize
 from tests.support.elasticsearch import LATEST
 from tests.support.experiments import (

@@ -12,7 +12,7 @@ from datetime import datetime
 
 from esbench.api import models
 from esbench.api.race_report import RaceReport
-from esbench.controller import manifests
+from esbench.planning import manifests
 from esbench.runner.results import summarize
 from tests.support.experiments import es_exists, events, runner_log, wait_phase
 from tests.support.schedules import create_schedule, get_schedule

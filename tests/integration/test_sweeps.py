@@ -17,7 +17,7 @@ import yaml
 from kubernetes.client.exceptions import ApiException
 
 from esbench.api import models
-from esbench.controller import grid
+from esbench.planning import grid
 from scripts import studies
 from tests.support.admission import HELD, deletion_held, deletion_refused
 from tests.support.experiments import condition, es_exists, event_messages, events

@@ -12,7 +12,7 @@ import yaml
 
 from esbench.analysis import contrasts
 from esbench.api import models
-from esbench.controller import grid
+from esbench.planning import grid
 from tests.support.elasticsearch import LATEST
 from tests.support.result_files import FIXTURES
 

@@ -21,7 +21,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from esbench.controller.readiness import readiness
+from esbench.planning.readiness import readiness
 from tests.support import reflector
 from tests.support.pki import CertificateAuthority
 

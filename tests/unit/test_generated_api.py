@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from esbench.api import crds, models, reference, validation
-from esbench.controller import grid
+from esbench.planning import grid
 
 EXPERIMENT = {
     "apiVersion": models.API_VERSION, "kind": models.KIND, "metadata": {"name": "bounds"},

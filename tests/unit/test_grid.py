@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from esbench.api import models
-from esbench.controller import grid
+from esbench.planning import grid
 
 TEMPLATE = {"elasticsearch": {"version": "8.15.0"}, "workload": {"track": "smoke"}}
 CODECS = {"field": "index.codec", "values": ["default", "best_compression"]}

@@ -14,9 +14,9 @@ from click.testing import CliRunner
 
 from esbench.api import models
 from esbench.cli.main import main
-from esbench.controller import manifests
 from esbench.history import records
 from esbench.history.localstore import LocalStore, UnknownConfiguration
+from esbench.planning import manifests
 from tests.support.history import STUDY, nightly, write_list
 
 

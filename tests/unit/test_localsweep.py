@@ -13,8 +13,8 @@ import pytest
 
 from esbench.api import models, validation
 from esbench.cli import local, localsweep
-from esbench.controller import grid, manifests, sweepstate
 from esbench.history import records
+from esbench.planning import grid, manifests, sweepstate
 
 SWEEP = {
     "apiVersion": models.API_VERSION, "kind": models.SWEEP_KIND, "metadata": {"name": "codec"},

@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from esbench.api.models import ExperimentSpec
-from esbench.controller import manifests, readiness
+from esbench.planning import manifests, readiness
 
 
 def experiment(**spec_overrides):

@@ -23,7 +23,7 @@ from esbench.analysis import profiles
 from esbench.api import models
 from esbench.api.race_report import RaceReport
 from esbench.cli import rendering
-from esbench.controller import grid, manifests
+from esbench.planning import grid, manifests
 from esbench.runner import race
 from esbench.runner.recordings import PodRecordings
 from esbench.sidecar import recordings as sidecar

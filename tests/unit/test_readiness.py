@@ -2,7 +2,7 @@
 
 import pytest
 
-from esbench.controller.readiness import invalid, readiness, serves_tls
+from esbench.planning.readiness import invalid, readiness, serves_tls
 
 
 def es(generation=1, spec_version="8.15.3", node_sets=(3,), **status):

@@ -10,9 +10,10 @@ import pytest
 from prometheus_client import REGISTRY
 
 from esbench.analysis import changepoints
-from esbench.controller import metrics, names
+from esbench.controller import metrics
 from esbench.controller.regressionwatch import check, condition, newly_confirmed, to_confirm
 from esbench.history.records import SeriesPoint
+from esbench.planning import names
 
 STEADY, WORSE = 10.0, 13.0  # ms of service time; a run made 30 % costlier from run 12 on
 

@@ -1,4 +1,4 @@
-"""What a schedule does at a moment (controller.schedulestate): CronJob's rules for the tick that is
+"""What a schedule does at a moment (planning.schedulestate): CronJob's rules for the tick that is
 due, the concurrency policies, the starting deadline, suspension and the history limits."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 
 from esbench.api import crds, models, validation
 from esbench.api.models import ScheduleSpec
-from esbench.controller import manifests, names
-from esbench.controller.schedulestate import InvalidSchedule, Run, check, decide, latest_tick
+from esbench.planning import manifests, names
+from esbench.planning.schedulestate import InvalidSchedule, Run, check, decide, latest_tick
 
 NIGHTLY = {"schedule": "0 2 * * *", "experiment": {"elasticsearch": {"version": "8.15.3"}, "workload": {"track": "smoke"}}}
 CREATED = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)

@@ -12,7 +12,7 @@ import pytest
 
 from esbench.analysis import stats
 from esbench.api import models
-from esbench.controller import grid, manifests, sweepstate
+from esbench.planning import grid, manifests, sweepstate
 
 TEMPLATE = {"elasticsearch": {"version": "8.15.0"}, "workload": {"track": "smoke"}}
 

@@ -6,8 +6,8 @@ from pydantic import ValidationError
 from esbench.api import models
 from esbench.api.models import Results, TaskResult, Throughput
 from esbench.api.race_report import RaceReport, encode_report
-from esbench.controller import status
-from esbench.controller.status import condition, headline, log_excerpt, redact, with_condition
+from esbench.planning import status
+from esbench.planning.status import condition, headline, log_excerpt, redact, with_condition
 
 
 def test_condition_transition_time_moves_only_when_status_changes():

@@ -10,7 +10,7 @@ import pytest
 
 from esbench.analysis import stats
 from esbench.api import models
-from esbench.controller import grid, manifests, names, sweepstate
+from esbench.planning import grid, manifests, names, sweepstate
 
 TEMPLATE = {"elasticsearch": {"version": "8.15.0"}, "workload": {"track": "smoke"}}
 CODECS = {"field": "index.codec", "values": ["default", "best_compression"]}

@@ -50,7 +50,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 
 {{/*
 Labels the operator puts on every pod an Experiment or a sweep creates, Elasticsearch's and
-Rally's (operator/esbench/controller/manifests.py, labels()): the NetworkPolicy selects them.
+Rally's (operator/esbench/planning/manifests.py, labels()): the NetworkPolicy selects them.
 */}}
 {{- define "esbench.experimentPodLabels" -}}
 app.kubernetes.io/part-of: esbench

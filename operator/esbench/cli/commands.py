@@ -25,9 +25,9 @@ from rich.markup import escape
 from esbench.analysis import compare, contrasts, profiles, stats
 from esbench.api import models, validation
 from esbench.cli import credentials, history, local, localsweep, rendering, sources
-from esbench.controller import grid
 from esbench.history.localstore import LocalStore, default_path
 from esbench.localnode import cpus, localcluster, profiler
+from esbench.planning import grid
 
 # --- esbench run ---------------------------------------------------------------------------
 

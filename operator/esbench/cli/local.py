@@ -38,9 +38,9 @@ from esbench.analysis import contrasts
 from esbench.api import models
 from esbench.api.race_report import RaceReport
 from esbench.api.reasons import Reason
-from esbench.controller import status
 from esbench.history.localstore import LocalStore
 from esbench.localnode import cpus, localcluster, profiler
+from esbench.planning import status
 from esbench.runner import race
 from esbench.runner.target import Target
 

@@ -32,7 +32,7 @@ from typing import Any
 from esbench.api import models, validation
 from esbench.api.models import SweepPhase, SweepSpec, SweepStatus
 from esbench.cli import local
-from esbench.controller import grid, manifests, status, sweepstate
+from esbench.planning import grid, manifests, status, sweepstate
 
 SWEEP_FILE = "sweep.json"
 RUNS = "runs"

@@ -1,2 +1,3 @@
-"""The operator pod: kopf handlers, level-triggered reconcilers for Experiments and sweeps,
-the manifests they create, the one decision of when a cluster is ready, and the status."""
+"""The operator pod: kopf handlers, level-triggered reconcilers for Experiments, sweeps and
+schedules, the Kubernetes client and the results-store writer. What they decide comes from
+esbench.planning."""

@@ -22,12 +22,12 @@ from esbench.controller import metrics
 from esbench.controller.config import Settings
 from esbench.controller.kube import ECK_GROUP, ECK_PLURAL, ECK_VERSION, BoundedApiClient, Gone, Kube
 from esbench.controller.lifecycle import Reconciler, RetryLater, race_ended
-from esbench.controller.manifests import EXPERIMENT_LABEL, SCHEDULE_LABEL, SWEEP_LABEL
-from esbench.controller.recording import recorded
 from esbench.controller.schedules import ScheduleReconciler
 from esbench.controller.sweeps import SweepReconciler
 from esbench.controller.wakeups import Schedule, next_look
 from esbench.history.esstore import StoreUnavailable
+from esbench.planning.manifests import EXPERIMENT_LABEL, SCHEDULE_LABEL, SWEEP_LABEL
+from esbench.planning.status import recorded
 
 SETTINGS = Settings.from_env()
 

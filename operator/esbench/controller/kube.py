@@ -13,7 +13,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from esbench.api import models
-from esbench.controller.manifests import ECK_API_VERSION, RALLY_CONTAINER
+from esbench.planning.manifests import ECK_API_VERSION, RALLY_CONTAINER
 
 logger = logging.getLogger(__name__)
 

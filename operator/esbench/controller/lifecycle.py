@@ -31,13 +31,14 @@ from esbench.api.models import (
 )
 from esbench.api.race_report import RaceReport, UnreadableReport, decode_report
 from esbench.api.reasons import Reason
-from esbench.controller import manifests, names, platform, readiness, status
+from esbench.controller import platform
 from esbench.controller.config import Settings
 from esbench.controller.kube import KindNotServed, Kube, Rejected
-from esbench.controller.recording import record_in_store, recorded
-from esbench.controller.status import BENCHMARK_COMPLETE, CLUSTER_READY
+from esbench.controller.recording import record_in_store
 from esbench.history import records
 from esbench.history.esstore import ElasticsearchStore
+from esbench.planning import manifests, names, readiness, status
+from esbench.planning.status import BENCHMARK_COMPLETE, CLUSTER_READY, recorded
 
 # (experiment body, event type "Normal"/"Warning", reason, message)
 EventSink = Callable[[dict[str, Any], str, str, str], None]

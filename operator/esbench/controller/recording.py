@@ -7,17 +7,11 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from esbench.api.reasons import Reason
-from esbench.controller import status
-from esbench.controller.status import RECORDED
 from esbench.history.esstore import StoreUnavailable
+from esbench.planning import status
+from esbench.planning.status import RECORDED
 
 T = TypeVar("T")
-
-
-def recorded(body: dict[str, Any]) -> bool:
-    """Whether the results store holds the object (its Recorded condition)."""
-    condition = status.condition(body.get("status") or {}, RECORDED)
-    return condition is not None and condition["status"] == "True"
 
 
 def record_in_store(body: dict[str, Any], write: Callable[[], None], where: str,

@@ -23,8 +23,8 @@ from typing import Any
 from esbench.analysis import changepoints, compare
 from esbench.api.models import RegressionCheck, RegressionState, SeriesRegression
 from esbench.api.reasons import Reason
-from esbench.controller import names
 from esbench.history.records import SeriesPoint
+from esbench.planning import names
 
 REGRESSION = "Regression"  # the schedule's condition
 

@@ -20,12 +20,13 @@ from pydantic import ValidationError
 from esbench.analysis import changepoints
 from esbench.api.models import CELL_LABEL, SWEEP_LABEL, WARMUP_CELL_PREFIX, Phase, ScheduleStatus, SweepSpec
 from esbench.api.reasons import Reason
-from esbench.controller import grid, manifests, metrics, regressionwatch, schedulestate, status
+from esbench.controller import metrics, regressionwatch
 from esbench.controller.kube import Kube, Rejected
 from esbench.controller.lifecycle import EventSink, KeyedLocks
-from esbench.controller.recording import recorded
 from esbench.history import records
 from esbench.history.esstore import ElasticsearchStore
+from esbench.planning import grid, manifests, schedulestate, status
+from esbench.planning.status import recorded
 
 SCHEDULING = "Scheduling"  # the condition: whether ticks start runs
 logger = logging.getLogger(__name__)

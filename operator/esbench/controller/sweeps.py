@@ -36,12 +36,13 @@ from esbench.api.models import (
     lifecycle_setting,
 )
 from esbench.api.reasons import Reason
-from esbench.controller import grid, manifests, status, sweepstate
 from esbench.controller.config import Settings
 from esbench.controller.kube import KindNotServed, Kube, Rejected
 from esbench.controller.lifecycle import ECK_NOT_INSTALLED, EventSink, KeyedLocks, delete_cluster
-from esbench.controller.recording import record_in_store, recorded
+from esbench.controller.recording import record_in_store
 from esbench.history.esstore import ElasticsearchStore
+from esbench.planning import grid, manifests, status, sweepstate
+from esbench.planning.status import recorded
 
 
 class SweepReconciler:

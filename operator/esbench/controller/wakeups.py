@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from esbench.api.models import TERMINAL_PHASES, Phase, lifecycle_setting
-from esbench.controller import manifests, status
+from esbench.planning import manifests, status
 
 Key = tuple[str, str]  # (namespace, name)
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from esbench.api import models, validation
-from esbench.controller import names
+from esbench.planning import names
 
 MAX_CELLS = 200  # child names carry the cell id (c0..c199) within the name length limit
 # Combinations of the matrix before exclude, counted before expanding. (CEL cannot count them at

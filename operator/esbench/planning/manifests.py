@@ -35,8 +35,8 @@ from esbench.api.models import (
     StorageType,
     SweepSpec,
 )
-from esbench.controller import grid, names, readiness, status
 from esbench.history import records
+from esbench.planning import grid, names, readiness, status
 
 ECK_API_VERSION = "elasticsearch.k8s.elastic.co/v1"
 EXPERIMENT_LABEL = "esbench.io/experiment"

@@ -17,8 +17,8 @@ from typing import Any
 from croniter import croniter
 
 from esbench.api.models import ConcurrencyPolicy, Phase, ScheduleSpec
-from esbench.controller.manifests import SCHEDULED_AT
-from esbench.controller.recording import recorded
+from esbench.planning.manifests import SCHEDULED_AT
+from esbench.planning.status import recorded
 
 
 class InvalidSchedule(ValueError):

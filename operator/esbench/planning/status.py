@@ -110,6 +110,12 @@ def condition(status: dict[str, Any], type_: str) -> dict[str, Any] | None:
     return next((c for c in status.get("conditions") or [] if c.get("type") == type_), None)
 
 
+def recorded(body: dict[str, Any]) -> bool:
+    """Whether the results store holds the object (its Recorded condition)."""
+    found = condition(body.get("status") or {}, RECORDED)
+    return found is not None and found["status"] == "True"
+
+
 def headline(results: Results) -> str | None:
     """One figure for `kubectl get`: the first indexing throughput, else the first throughput."""
     with_throughput = [t for t in results.tasks if t.throughput and t.throughput.median is not None]

@@ -16,7 +16,7 @@ from typing import Any
 from esbench.analysis import compare, contrasts, ordereffect, stats
 from esbench.api.models import WARMUP_CELL_PREFIX, Gate, Phase, Results, SweepPhase, SweepSpec, Workload
 from esbench.api.reasons import Reason
-from esbench.controller import grid, manifests, names, status
+from esbench.planning import grid, manifests, names, status
 
 COMPLETE = "Complete"
 

@@ -80,7 +80,7 @@ def name_snapshot(workload: models.Workload, params: dict[str, Any], version: st
 
 def repository_location(target: Client) -> str | None:
     """Where the target's nodes keep snapshots, when they say so alike: a folder of the one path.repo
-    every node lists (a cluster esbench made for a sweep has one, see controller/manifests.py; a
+    every node lists (a cluster esbench made for a sweep has one, see planning/manifests.py; a
     multi-node cluster needs it on a filesystem they share). None when they list none, or differ."""
     answer = target.get("_nodes/settings?filter_path=nodes.*.settings.path.repo", timeout=60)
     nodes = (answer or {}).get("nodes") or {}
