@@ -3,7 +3,7 @@
 import threading
 import weakref
 
-from esbench.controller.lifecycle import KeyedLocks
+from esbench.controller.reconciling import KeyedLocks
 
 
 def test_one_lock_per_object_while_it_is_held_or_awaited():

@@ -10,9 +10,6 @@ second copy of the results.
 
 from __future__ import annotations
 
-import threading
-import weakref
-from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -34,37 +31,12 @@ from esbench.api.reasons import Reason
 from esbench.controller import platform
 from esbench.controller.config import Settings
 from esbench.controller.kube import KindNotServed, Kube, Rejected
+from esbench.controller.reconciling import ECK_NOT_INSTALLED, EventSink, KeyedLocks, delete_cluster
 from esbench.controller.recording import record_in_store
 from esbench.history import records
 from esbench.history.esstore import ElasticsearchStore
 from esbench.planning import manifests, names, readiness, status
 from esbench.planning.status import BENCHMARK_COMPLETE, CLUSTER_READY, recorded
-
-# (experiment body, event type "Normal"/"Warning", reason, message)
-EventSink = Callable[[dict[str, Any], str, str, str], None]
-
-
-ECK_NOT_INSTALLED = (
-    "The Elasticsearch kind (elasticsearch.k8s.elastic.co/v1) is not served by this API server: "
-    "install ECK (its CRDs and operator) first"
-)
-
-
-class KeyedLocks:
-    """One lock per object: events for one object arrive from several watches at once.
-
-    Weakly kept: a lock lives while a reconcile holds or awaits it and goes by itself once no
-    one does (the operator sees many objects over its life). Dropping it when its object is
-    deleted would let a reconcile still holding it overlap with the next one of that name.
-    """
-
-    def __init__(self) -> None:
-        self._locks: weakref.WeakValueDictionary[tuple[str, str], threading.Lock] = weakref.WeakValueDictionary()
-        self._guard = threading.Lock()
-
-    def __call__(self, key: tuple[str, str]) -> threading.Lock:
-        with self._guard:
-            return self._locks.setdefault(key, threading.Lock())
 
 
 class RetryLater(Exception):
@@ -463,16 +435,6 @@ class Reconciler:
         self.kube.patch_experiment_status(body["metadata"]["namespace"], body["metadata"]["name"], patch)
         return {**body, "status": {**current, **patch}}
 
-
-
-def delete_cluster(kube: Kube, emit: EventSink, owner: dict[str, Any], cluster: str, uid: str) -> bool:
-    """Deletes the OWNER's Elasticsearch CLUSTER (the one of that UID); whether it was deleted now. A
-    refusal is said on the owner at each try, and raised: the handlers try again, backing off."""
-    try:
-        return kube.delete_elasticsearch(owner["metadata"]["namespace"], cluster, uid)
-    except Rejected as rejected:
-        emit(owner, "Warning", Reason.CLEANUP_FAILED, f"{rejected}; tried again later")
-        raise
 
 
 def race_ended(job: dict[str, Any]) -> bool:

@@ -22,7 +22,7 @@ from esbench.api.models import CELL_LABEL, SWEEP_LABEL, WARMUP_CELL_PREFIX, Phas
 from esbench.api.reasons import Reason
 from esbench.controller import metrics, regressionwatch
 from esbench.controller.kube import Kube, Rejected
-from esbench.controller.lifecycle import EventSink, KeyedLocks
+from esbench.controller.reconciling import EventSink, KeyedLocks
 from esbench.history import records
 from esbench.history.esstore import ElasticsearchStore
 from esbench.planning import grid, manifests, schedulestate, status

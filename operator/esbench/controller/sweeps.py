@@ -38,7 +38,7 @@ from esbench.api.models import (
 from esbench.api.reasons import Reason
 from esbench.controller.config import Settings
 from esbench.controller.kube import KindNotServed, Kube, Rejected
-from esbench.controller.lifecycle import ECK_NOT_INSTALLED, EventSink, KeyedLocks, delete_cluster
+from esbench.controller.reconciling import ECK_NOT_INSTALLED, EventSink, KeyedLocks, delete_cluster
 from esbench.controller.recording import record_in_store
 from esbench.history.esstore import ElasticsearchStore
 from esbench.planning import grid, manifests, status, sweepstate
