@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from esbench.api import models
-from esbench.planning.manifests import SCHEDULED_AT
+from esbench.api.models import SCHEDULED_AT
 from tests.e2e.test_e2e import POLL_SECONDS, Experiments, quickstart
 from tests.support.waiting import wait_for
 

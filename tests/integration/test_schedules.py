@@ -12,7 +12,6 @@ from datetime import datetime
 
 from esbench.api import models
 from esbench.api.race_report import RaceReport
-from esbench.planning import manifests
 from esbench.runner.results import summarize
 from tests.support.experiments import es_exists, events, runner_log, wait_phase
 from tests.support.schedules import create_schedule, get_schedule
@@ -32,14 +31,14 @@ def test_each_tick_creates_its_experiment_and_the_schedule_follows_it_to_its_end
 
     run = wait_for(first_run, timeout=75, what="the next minute's tick to create its Experiment")
     name = run["metadata"]["name"]
-    tick = datetime.fromisoformat(run["metadata"]["annotations"][manifests.SCHEDULED_AT])
+    tick = datetime.fromisoformat(run["metadata"]["annotations"][models.SCHEDULED_AT])
     assert tick.second == 0 and name == f"nightly-{int(tick.timestamp()) // 60}"
     assert run["metadata"]["ownerReferences"][0]["uid"] == created["metadata"]["uid"]
     assert run["spec"] == get_schedule(apis, namespace, "nightly")["spec"]["experiment"]
     following = wait_for(lambda: (s := get_schedule(apis, namespace, "nightly")).get("status", {}).get("active") and s,
                          timeout=30, what="the schedule to list its run as active")
     assert following["status"]["active"] == [name] and following["status"]["activeCount"] == 1
-    assert following["status"]["lastScheduleTime"] == run["metadata"]["annotations"][manifests.SCHEDULED_AT]
+    assert following["status"]["lastScheduleTime"] == run["metadata"]["annotations"][models.SCHEDULED_AT]
     assert ("Normal", "RunStarted") in events(apis, namespace, "nightly")
 
     wait_for(lambda: es_exists(eck, namespace, name), what="the run's cluster")

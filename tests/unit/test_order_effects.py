@@ -11,7 +11,7 @@ import pytest
 
 from esbench.analysis import ordereffect, stats
 from esbench.api import models
-from esbench.planning import grid, manifests, sweepstate
+from esbench.planning import grid, sweepstate
 
 TEMPLATE = {"elasticsearch": {"version": "8.15.0"}, "workload": {"track": "smoke"}}
 PRIMARY = [("t0", "throughput.median")]
@@ -84,7 +84,7 @@ def measured_sweep(spec: models.SweepSpec, drift: float, seed: int,
     plan = grid.plan(spec, "order", "default")
     states = []
     for run, value in drifting_runs(plan, drift, 0.02, random.Random(seed), effects):
-        child = {"metadata": {"name": f"{run.cell.id}-{run.repetition}", "labels": {manifests.ATTEMPT_LABEL: "1"}},
+        child = {"metadata": {"name": f"{run.cell.id}-{run.repetition}", "labels": {models.ATTEMPT_LABEL: "1"}},
                  "status": {"phase": "Succeeded", "results": result(value).to_wire()}}
         states.append(sweepstate.Progress(run, [child]))
     return plan, states

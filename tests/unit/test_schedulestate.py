@@ -84,7 +84,7 @@ def test_a_ticks_run_is_named_after_the_tick_and_carries_the_schedules_spec_as_s
     assert made["kind"] == "Experiment" and made["spec"] == NIGHTLY["experiment"]
     assert made["metadata"]["name"] == names.scheduled_run_name("nightly", at(3, 2).timestamp()) == "nightly-29894520"
     assert made["metadata"]["labels"]["esbench.io/schedule"] == "nightly"
-    assert made["metadata"]["annotations"] == {manifests.SCHEDULED_AT: "2026-11-03T02:00:00Z"}
+    assert made["metadata"]["annotations"] == {models.SCHEDULED_AT: "2026-11-03T02:00:00Z"}
     assert made["metadata"]["ownerReferences"][0]["kind"] == "ExperimentSchedule"
 
 

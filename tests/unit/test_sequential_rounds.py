@@ -12,7 +12,7 @@ import pytest
 
 from esbench.analysis import stats
 from esbench.api import models
-from esbench.planning import grid, manifests, sweepstate
+from esbench.planning import grid, sweepstate
 
 TEMPLATE = {"elasticsearch": {"version": "8.15.0"}, "workload": {"track": "smoke"}}
 
@@ -26,8 +26,8 @@ def sequential_spec(tasks: int = 1, paired: bool = False) -> models.SweepSpec:
 
 
 def succeeded(run: grid.Run, figures: list[float]) -> dict[str, Any]:
-    labels = {manifests.CELL_LABEL: run.cell.id, manifests.REPETITION_LABEL: str(run.repetition),
-              manifests.ATTEMPT_LABEL: "1"}
+    labels = {models.CELL_LABEL: run.cell.id, models.REPETITION_LABEL: str(run.repetition),
+              models.ATTEMPT_LABEL: "1"}
     tasks = [{"task": f"t{t}", "throughput": {"median": v, "unit": "docs/s"}} for t, v in enumerate(figures)]
     return {"metadata": {"name": f"{run.cell.id}-r{run.repetition}", "labels": labels},
             "status": {"phase": "Succeeded", "results": {"tasks": tasks}}}
@@ -42,7 +42,7 @@ def simulated(spec: models.SweepSpec, generator: random.Random, cv: float, drift
     runs: list[dict[str, Any]] = []
     while True:
         rounds = sweepstate.with_rounds(plan, spec, runs)
-        made = {(r["metadata"]["labels"][manifests.CELL_LABEL], int(r["metadata"]["labels"][manifests.REPETITION_LABEL]))
+        made = {(r["metadata"]["labels"][models.CELL_LABEL], int(r["metadata"]["labels"][models.REPETITION_LABEL]))
                 for r in runs}
         waiting = [run for run in rounds.plan.runs if run.key not in made]
         if not waiting:

@@ -78,15 +78,22 @@ class ResourceRequirements(Model):
 
 
 RESOURCES = "Kubernetes resource requests and limits (cpu, memory)."
-# The labels a sweep puts on its runs (the operator's and esbench run's): which sweep and cell.
+# The labels esbench puts on what it makes. Each owner kind labels its children with its own name
+# (an Experiment its cluster and Job, a sweep or a schedule its runs), so handlers can route their
+# events; a sweep's runs also say which cell, round and attempt they are.
+EXPERIMENT_LABEL = "esbench.io/experiment"
 SWEEP_LABEL = "esbench.io/sweep"
+SCHEDULE_LABEL = "esbench.io/schedule"
 CELL_LABEL = "esbench.io/cell"
 REPETITION_LABEL = "esbench.io/repetition"  # the run's round
+ATTEMPT_LABEL = "esbench.io/attempt"
 WARMUP_CELL_PREFIX = "w"  # warm-up runs' cells are w0, w1, ...; the measured ones c0, c1, ...
 # On a sweep's run: the configuration it measures (esbench history's id of its cell's spec). A run
 # on the sweep's shared cluster has a spec that names that cluster, one per sweep, in place of the
 # cell's elasticsearch: its own spec would make each sweep a series of its own.
 CONFIGURATION_ANNOTATION = "esbench.io/configuration"
+# On a schedule's run: the tick it was created for (a confirming run: when it was created).
+SCHEDULED_AT = "esbench.io/scheduled-at"
 
 
 class StorageType(str, Enum):
@@ -1329,7 +1336,6 @@ class SweepStatus(Model):
 
 SCHEDULE_KIND = "ExperimentSchedule"
 SCHEDULE_PLURAL = "experimentschedules"
-SCHEDULE_LABEL = "esbench.io/schedule"
 # The five fields of cron or one of its macros; croniter checks the values when the operator reads it.
 CRON = r"^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|\S+(\s+\S+){4})$"
 

@@ -18,6 +18,7 @@ import kopf
 import kubernetes
 
 from esbench.api import models
+from esbench.api.models import EXPERIMENT_LABEL, SCHEDULE_LABEL, SWEEP_LABEL
 from esbench.controller import metrics
 from esbench.controller.config import Settings
 from esbench.controller.kube import ECK_GROUP, ECK_PLURAL, ECK_VERSION, BoundedApiClient, Gone, Kube
@@ -26,7 +27,6 @@ from esbench.controller.schedules import ScheduleReconciler
 from esbench.controller.sweeps import SweepReconciler
 from esbench.controller.wakeups import Schedule, next_look
 from esbench.history.esstore import StoreUnavailable
-from esbench.planning.manifests import EXPERIMENT_LABEL, SCHEDULE_LABEL, SWEEP_LABEL
 from esbench.planning.status import recorded
 
 SETTINGS = Settings.from_env()

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from esbench.analysis import contrasts, foreignwrites
 from esbench.api.models import (
     KIND,
+    SWEEP_LABEL,
     TERMINAL_PHASES,
     CleanupPolicy,
     Environment,
@@ -411,7 +412,7 @@ class Reconciler:
     def _recorded_by_its_sweep(self, body: dict[str, Any]) -> bool:
         """A sweep's run goes only once the sweep has recorded how it ended (status.runs), or its
         results would go with it."""
-        sweep_name = (body["metadata"].get("labels") or {}).get(manifests.SWEEP_LABEL)
+        sweep_name = (body["metadata"].get("labels") or {}).get(SWEEP_LABEL)
         if not sweep_name:
             return True
         sweep = self.kube.get_sweep(body["metadata"]["namespace"], sweep_name)

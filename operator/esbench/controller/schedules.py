@@ -18,7 +18,15 @@ from typing import Any
 from pydantic import ValidationError
 
 from esbench.analysis import changepoints
-from esbench.api.models import CELL_LABEL, SWEEP_LABEL, WARMUP_CELL_PREFIX, Phase, ScheduleStatus, SweepSpec
+from esbench.api.models import (
+    CELL_LABEL,
+    SCHEDULE_LABEL,
+    SWEEP_LABEL,
+    WARMUP_CELL_PREFIX,
+    Phase,
+    ScheduleStatus,
+    SweepSpec,
+)
 from esbench.api.reasons import Reason
 from esbench.controller import metrics, regressionwatch
 from esbench.controller.kube import Kube, Rejected
@@ -67,7 +75,7 @@ class ScheduleReconciler:
         list_runs, create_run, delete_run = (
             (self.kube.list_sweeps, self.kube.create_sweep, self.kube.delete_sweep) if schedule.spec.sweep
             else (self.kube.list_experiments, self.kube.create_experiment, self.kube.delete_experiment))
-        listed = list_runs(schedule.namespace, f"{manifests.SCHEDULE_LABEL}={schedule.name}")
+        listed = list_runs(schedule.namespace, f"{SCHEDULE_LABEL}={schedule.name}")
         children = [child for child in listed if any(
             ref.get("uid") == schedule.uid for ref in child["metadata"].get("ownerReferences") or [])]
         runs = [schedulestate.Run.of(child) for child in children]

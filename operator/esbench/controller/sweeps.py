@@ -26,6 +26,7 @@ from pydantic import ValidationError
 
 from esbench.analysis import stats
 from esbench.api.models import (
+    SWEEP_LABEL,
     SWEEP_TERMINAL_PHASES,
     CleanupPolicy,
     Elasticsearch,
@@ -79,7 +80,7 @@ class SweepReconciler:
     def _step(self, body: dict[str, Any], sweep: manifests.Sweep, plan: grid.Plan) -> None:
         spec = sweep.spec
         children = [child for child in self.kube.list_experiments(
-            sweep.namespace, f"{manifests.SWEEP_LABEL}={sweep.name}") if _owned_by(child, sweep)]
+            sweep.namespace, f"{SWEEP_LABEL}={sweep.name}") if _owned_by(child, sweep)]
         records = (body.get("status") or {}).get("runs") or []
         rounds = sweepstate.with_rounds(plan, spec, children, records)
         plan = rounds.plan

@@ -19,12 +19,15 @@ from pydantic import BaseModel
 from esbench.analysis import asyncprofiler
 from esbench.api.models import (
     API_VERSION,
+    ATTEMPT_LABEL,
     CELL_LABEL,
     CONFIGURATION_ANNOTATION,
+    EXPERIMENT_LABEL,
     KIND,
     REPETITION_LABEL,
     SCHEDULE_KIND,
     SCHEDULE_LABEL,
+    SCHEDULED_AT,
     SWEEP_KIND,
     SWEEP_LABEL,
     Elasticsearch,
@@ -39,12 +42,8 @@ from esbench.history import records
 from esbench.planning import grid, names, readiness, status
 
 ECK_API_VERSION = "elasticsearch.k8s.elastic.co/v1"
-EXPERIMENT_LABEL = "esbench.io/experiment"
-ATTEMPT_LABEL = "esbench.io/attempt"
 # Each owner kind labels its children with its own name, so handlers can route their events.
 _OWNER_LABELS = {KIND: EXPERIMENT_LABEL, SWEEP_KIND: SWEEP_LABEL, SCHEDULE_KIND: SCHEDULE_LABEL}
-# On a schedule's run: the tick it was created for (a confirming run: when it was created).
-SCHEDULED_AT = "esbench.io/scheduled-at"
 RALLY_CONTAINER = "rally"
 ES_CONTAINER = "elasticsearch"  # ECK's name for the Elasticsearch container of its pods
 # Under cgroup v1 a container sees its own cgroup at the root of /sys/fs/cgroup while

@@ -16,8 +16,7 @@ from typing import Any
 
 from croniter import croniter
 
-from esbench.api.models import ConcurrencyPolicy, Phase, ScheduleSpec
-from esbench.planning.manifests import SCHEDULED_AT
+from esbench.api.models import SCHEDULED_AT, ConcurrencyPolicy, Phase, ScheduleSpec
 from esbench.planning.status import recorded
 
 

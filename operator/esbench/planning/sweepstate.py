@@ -14,9 +14,20 @@ from datetime import datetime
 from typing import Any
 
 from esbench.analysis import compare, contrasts, ordereffect, stats
-from esbench.api.models import WARMUP_CELL_PREFIX, Gate, Phase, Results, SweepPhase, SweepSpec, Workload
+from esbench.api.models import (
+    ATTEMPT_LABEL,
+    CELL_LABEL,
+    REPETITION_LABEL,
+    WARMUP_CELL_PREFIX,
+    Gate,
+    Phase,
+    Results,
+    SweepPhase,
+    SweepSpec,
+    Workload,
+)
 from esbench.api.reasons import Reason
-from esbench.planning import grid, manifests, names, status
+from esbench.planning import grid, names, status
 
 COMPLETE = "Complete"
 
@@ -86,8 +97,8 @@ def recorded_run(record: dict[str, Any]) -> dict[str, Any]:
     for kept in ("results", *TIMES):
         if record.get(kept):
             child_status[kept] = record[kept]
-    labels = {manifests.CELL_LABEL: record["cell"], manifests.REPETITION_LABEL: str(record["repetition"]),
-              manifests.ATTEMPT_LABEL: str(record["attempt"])}
+    labels = {CELL_LABEL: record["cell"], REPETITION_LABEL: str(record["repetition"]),
+              ATTEMPT_LABEL: str(record["attempt"])}
     return {"metadata": {"name": record["name"], "labels": labels}, "status": child_status}
 
 
@@ -99,7 +110,7 @@ def run_records(states: list[Progress], placed: dict[tuple[str, int], int] | Non
         for child in state.attempts:
             child_status = child.get("status") or {}
             record = {"name": child["metadata"]["name"], "cell": state.run.cell.id, "repetition": state.run.repetition,
-                      "attempt": int(child["metadata"]["labels"][manifests.ATTEMPT_LABEL]),
+                      "attempt": int(child["metadata"]["labels"][ATTEMPT_LABEL]),
                       "phase": child_status.get("phase") or Phase.PENDING.value}
             if placed and state.run.key in placed:
                 record["position"] = placed[state.run.key]
@@ -121,10 +132,10 @@ def progress(plan: grid.Plan, runs: list[dict[str, Any]], max_retries: int,
     by_key: dict[tuple[str, int], Progress] = {r.key: Progress(r, max_retries=max_retries) for r in plan.runs}
     present = {child["metadata"]["name"] for child in runs}
     runs = [*runs, *(recorded_run(r) for r in records if r["name"] not in present)]
-    attempt = lambda child: int(child["metadata"]["labels"][manifests.ATTEMPT_LABEL])  # noqa: E731
+    attempt = lambda child: int(child["metadata"]["labels"][ATTEMPT_LABEL])  # noqa: E731
     for child in sorted(runs, key=attempt):
         labels = child["metadata"]["labels"]
-        key = (labels.get(manifests.CELL_LABEL), int(labels.get(manifests.REPETITION_LABEL, 0)))
+        key = (labels.get(CELL_LABEL), int(labels.get(REPETITION_LABEL, 0)))
         if key in by_key:  # runs of cells the spec no longer has are not ours to follow
             by_key[key].attempts.append(child)
     return list(by_key.values())
