@@ -12,7 +12,7 @@ from esbench.controller import handlers
 from esbench.controller.config import Settings
 from esbench.controller.kube import ECK_GROUP, ECK_PLURAL, ECK_VERSION, Gone
 from esbench.controller.lifecycle import Reconciler, RetryLater, race_ended
-from esbench.controller.wakeups import Schedule
+from esbench.controller.wakeups import Agenda
 from tests.support.standin_eck import eck_status
 
 
@@ -53,13 +53,13 @@ def test_kopf_builds_no_state_to_diff_events_against():
     assert settings.persistence.diffbase_storage.build(body=kopf.Body(ended)) == {}
 
 
-def tracking(monkeypatch, *keys: tuple[str, str]) -> Schedule:
-    """The handlers' Experiment schedule, replaced by one that tracks these."""
-    schedule = Schedule(10.0)
+def tracking(monkeypatch, *keys: tuple[str, str]) -> Agenda:
+    """The handlers' Experiment agenda, replaced by one that tracks these."""
+    agenda = Agenda(10.0)
     for key in keys:
-        schedule.track(key, 300.0)
-    monkeypatch.setattr(handlers, "_experiments", schedule)
-    return schedule
+        agenda.track(key, 300.0)
+    monkeypatch.setattr(handlers, "_experiments", agenda)
+    return agenda
 
 
 def test_only_a_jobs_end_or_deletion_reconciles_its_unfinished_experiment(monkeypatch):
@@ -119,10 +119,10 @@ def test_an_experiment_a_reconcile_finishes_is_untracked_at_once(monkeypatch, le
     """So that its cluster's deletion, which follows at once and may come before the Experiment's
     own watch event, costs no reconcile."""
     key = ("ns", "exp")
-    schedule = tracking(monkeypatch, key)
+    agenda = tracking(monkeypatch, key)
     monkeypatch.setattr(handlers, "_reconciler", LeavesItAs(left))
     handlers._reconcile(*key)
-    assert schedule.tracked(key) is still_tracked
+    assert agenda.tracked(key) is still_tracked
     assert handlers._may_need_its_experiment(type="DELETED", namespace="ns",
                                              labels={handlers.EXPERIMENT_LABEL: "exp"}) is still_tracked
 
@@ -130,10 +130,10 @@ def test_an_experiment_a_reconcile_finishes_is_untracked_at_once(monkeypatch, le
 @pytest.mark.parametrize("raises", [RetryLater("log not readable yet"), Gone()])
 def test_a_reconcile_that_ends_early_leaves_the_tracking_as_it_was(monkeypatch, raises):
     key = ("ns", "exp")
-    schedule = tracking(monkeypatch, key)
+    agenda = tracking(monkeypatch, key)
     monkeypatch.setattr(handlers, "_reconciler", LeavesItAs(raises=raises))
     handlers._reconcile(*key)
-    assert schedule.tracked(key)
+    assert agenda.tracked(key)
 
 
 def experiment_body(**status) -> dict:

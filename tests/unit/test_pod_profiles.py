@@ -25,8 +25,8 @@ from esbench.api.race_report import RaceReport
 from esbench.cli import rendering
 from esbench.planning import grid, manifests
 from esbench.runner import race
-from esbench.runner.recordings import PodRecordings
-from esbench.sidecar import recordings as sidecar
+from esbench.runner.podprofiles import PodRecordings
+from esbench.sidecar import recordingserver as sidecar
 from tests.support.waiting import wait_for
 
 RESTRICTED = {"allowPrivilegeEscalation": False, "runAsNonRoot": True, "capabilities": {"drop": ["ALL"]}}

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from esbench.controller.wakeups import MAX_BACKOFF_DOUBLINGS, WATCHED_WAIT_RESYNCS, Schedule, next_look
+from esbench.controller.wakeups import MAX_BACKOFF_DOUBLINGS, WATCHED_WAIT_RESYNCS, Agenda, next_look
 
 RESYNC = 10.0
 WATCHED = WATCHED_WAIT_RESYNCS * RESYNC
@@ -69,37 +69,37 @@ class Clock:
 
 def test_a_tracked_object_is_due_once_it_has_gone_unattended_for_its_interval():
     clock = Clock()
-    schedule = Schedule(RESYNC, clock)
-    schedule.track(("ns", "waits"), WATCHED)
-    schedule.track(("ns", "every-pass"), 0)
-    assert schedule.due() == [("ns", "every-pass")]
+    agenda = Agenda(RESYNC, clock)
+    agenda.track(("ns", "waits"), WATCHED)
+    agenda.track(("ns", "every-pass"), 0)
+    assert agenda.due() == [("ns", "every-pass")]
     clock.now += WATCHED - 1
-    assert schedule.due() == [("ns", "every-pass")]
+    assert agenda.due() == [("ns", "every-pass")]
     clock.now += 1
-    assert schedule.due() == [("ns", "every-pass"), ("ns", "waits")]
-    assert schedule.due() == [("ns", "every-pass")]  # and not again for its interval
-    schedule.look_soon(("ns", "waits"))
-    assert schedule.due() == [("ns", "every-pass"), ("ns", "waits")]
-    schedule.untrack(("ns", "every-pass"))
-    schedule.look_soon(("ns", "every-pass"))  # untracked: nothing to come back to
-    assert schedule.due() == []
+    assert agenda.due() == [("ns", "every-pass"), ("ns", "waits")]
+    assert agenda.due() == [("ns", "every-pass")]  # and not again for its interval
+    agenda.look_soon(("ns", "waits"))
+    assert agenda.due() == [("ns", "every-pass"), ("ns", "waits")]
+    agenda.untrack(("ns", "every-pass"))
+    agenda.look_soon(("ns", "every-pass"))  # untracked: nothing to come back to
+    assert agenda.due() == []
 
 
 def test_a_failed_reconcile_is_tried_again_after_a_doubling_backoff_tracked_or_not():
     clock = Clock()
-    schedule = Schedule(RESYNC, clock)
+    agenda = Agenda(RESYNC, clock)
     tracked, finished = ("ns", "tracked"), ("ns", "finished")
-    schedule.track(tracked, 0)
+    agenda.track(tracked, 0)
     delays = []
     for attempt in range(MAX_BACKOFF_DOUBLINGS + 2):
-        assert schedule.failed(tracked, "tracked", RuntimeError("refused")) is (attempt == 0)
-        schedule.failed(finished, "finished", RuntimeError("refused"))
+        assert agenda.failed(tracked, "tracked", RuntimeError("refused")) is (attempt == 0)
+        agenda.failed(finished, "finished", RuntimeError("refused"))
         waited = 0.0
-        while not schedule.due():  # meanwhile not even at its own interval
+        while not agenda.due():  # meanwhile not even at its own interval
             clock.now += 1
             waited += 1
         delays.append(waited)
     assert delays == [RESYNC * 2 ** min(n, MAX_BACKOFF_DOUBLINGS) for n in range(MAX_BACKOFF_DOUBLINGS + 2)]
-    schedule.succeeded(tracked)
-    schedule.forget(finished)
-    assert schedule.due() == [tracked]
+    agenda.succeeded(tracked)
+    agenda.forget(finished)
+    assert agenda.due() == [tracked]

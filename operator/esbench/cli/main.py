@@ -17,8 +17,8 @@ from esbench.analysis import asyncprofiler
 from esbench.api import models
 from esbench.api.reasons import Reason
 from esbench.cli import commands, credentials, history
-from esbench.runner import race, recordings
-from esbench.sidecar import recordings as recordings_server
+from esbench.runner import podprofiles, race
+from esbench.sidecar import recordingserver
 
 
 def load_spec(text: str) -> models.ExperimentSpec:
@@ -89,7 +89,7 @@ def race_command(spec_file: Path | None, target_url: str, ca_file: str | None, r
         if spec.profile and recordings_from:
             # The esbench image carries the converter there (ESBENCH_ASYNC_PROFILER) and a JRE to run it.
             home = Path(os.environ.get("ESBENCH_ASYNC_PROFILER", "/opt/async-profiler"))
-            settings.profiler = recordings.PodRecordings(
+            settings.profiler = podprofiles.PodRecordings(
                 spec.profile, list(recordings_from), work_dir / "recordings", Path(shutil.which("java") or "java"),
                 home / asyncprofiler.CONVERTER, password=password, ca_file=ca_file)
         report = race.run(settings)
@@ -114,7 +114,7 @@ def serve_recordings_command(folder: Path, port: int, password_file: Path, certi
     """Serve the profiler's finished recordings read-only: the sidecar of a profiled Elasticsearch pod."""
     if (certificate is None) != (key is None):
         raise click.UsageError("--certificate and --key go together")
-    recordings_server.serve(folder, port, password_file, certificate, key)
+    recordingserver.serve(folder, port, password_file, certificate, key)
 
 
 @main.command()

@@ -3,7 +3,7 @@
 Run with `esbench operator` (or `kopf run -m esbench.controller.handlers --all-namespaces`).
 
 Only event handlers are used (wakeups.py says why); the looks that no event brings (deadlines,
-TTLs, retries) come from one operator-wide resync loop, which asks wakeups.Schedule what is due.
+TTLs, retries) come from one operator-wide resync loop, which asks a wakeups.Agenda per kind what is due.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from esbench.controller.kube import ECK_GROUP, ECK_PLURAL, ECK_VERSION, BoundedA
 from esbench.controller.lifecycle import Reconciler, RetryLater, race_ended
 from esbench.controller.schedules import ScheduleReconciler
 from esbench.controller.sweeps import SweepReconciler
-from esbench.controller.wakeups import Schedule, next_look
+from esbench.controller.wakeups import Agenda, next_look
 from esbench.history.esstore import StoreUnavailable
 from esbench.planning.status import recorded
 
@@ -36,10 +36,10 @@ _sweep_reconciler: SweepReconciler | None = None
 _schedule_reconciler: ScheduleReconciler | None = None
 # Experiments that still need looks (unfinished, or waiting for their TTL), and unfinished sweeps
 # (at every resync: a sweep's own runs bring most of its news).
-_experiments = Schedule(SETTINGS.resync_seconds)
-_sweeps = Schedule(SETTINGS.resync_seconds)
+_experiments = Agenda(SETTINGS.resync_seconds)
+_sweeps = Agenda(SETTINGS.resync_seconds)
 # Every schedule, at every resync: its next tick is a look no event brings.
-_schedules = Schedule(SETTINGS.resync_seconds)
+_schedules = Agenda(SETTINGS.resync_seconds)
 logger = logging.getLogger(__name__)
 
 
@@ -141,7 +141,7 @@ def _reconcile_schedule(namespace: str, name: str) -> None:
     _guarded(_schedules, "schedule", namespace, name, _schedule_reconciler.reconcile)
 
 
-def _guarded(looks: Schedule, kind: str, namespace: str, name: str, reconcile: Callable[[str, str], None]) -> None:
+def _guarded(looks: Agenda, kind: str, namespace: str, name: str, reconcile: Callable[[str, str], None]) -> None:
     """One reconcile of a sweep or a schedule; a failure is tried again by the backoff of LOOKS."""
     key = (namespace, name)
     try:

@@ -33,7 +33,7 @@ from esbench.controller import platform
 from esbench.controller.config import Settings
 from esbench.controller.kube import KindNotServed, Kube, Rejected
 from esbench.controller.reconciling import ECK_NOT_INSTALLED, EventSink, KeyedLocks, delete_cluster
-from esbench.controller.recording import record_in_store
+from esbench.controller.storewriter import record_in_store
 from esbench.history import records
 from esbench.history.esstore import ElasticsearchStore
 from esbench.planning import manifests, names, readiness, status

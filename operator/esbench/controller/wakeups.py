@@ -3,7 +3,7 @@
 The operator has event handlers only: kopf adds a finalizer to objects with timers or daemons,
 and a finalizer would make Experiments undeletable whenever the operator is down. Deadlines,
 TTLs, missed events and failed reconciles are covered by one operator-wide resync loop
-(handlers.py), which asks a Schedule per kind which objects are due. What an Experiment needs is
+(handlers.py), which asks an Agenda per kind which objects are due. What an Experiment needs is
 decided in one place, `next_look`.
 """
 
@@ -63,10 +63,10 @@ def next_look(body: dict[str, Any], resync_seconds: float) -> float | None:
 @dataclass(frozen=True)
 class Failures:
     in_a_row: int
-    retry_at: float  # on the schedule's clock
+    retry_at: float  # on the agenda's clock
 
 
-class Schedule:
+class Agenda:
     """The objects of one kind that need looks, and when each is next due.
 
     A tracked object is due once it has gone unattended for as long as it may (0: at every pass
