@@ -227,6 +227,8 @@ def sweep_event(type: str | None, body: kopf.Body, namespace: str, name: str, **
     key = (namespace, name)
     if type == "DELETED":
         _sweeps.forget(key)
+        if _sweep_reconciler is not None:
+            _sweep_reconciler.forget(namespace, name, body["metadata"]["uid"])
         return
     if body.get("status", {}).get("phase") in [p.value for p in models.SWEEP_TERMINAL_PHASES] and (
             _reconciler is None or _reconciler.store is None or recorded(body)):

@@ -77,6 +77,13 @@ class SweepReconciler:
                 return
             self._step(body, sweep, plan)
 
+    def forget(self, namespace: str, name: str, uid: str) -> None:
+        """The sweep is deleted: its cached comparison goes too (else it stays for the operator's
+        life, kept only for a sweep that completes). Under its lock, so that a reconcile still under
+        way cannot put it back."""
+        with self.locks((namespace, name)):
+            self._comparisons.pop(uid, None)
+
     def _step(self, body: dict[str, Any], sweep: manifests.Sweep, plan: grid.Plan) -> None:
         spec = sweep.spec
         children = [child for child in self.kube.list_experiments(
