@@ -3,6 +3,7 @@ with_rounds (the plan, its looks and its stops), as tests/unit/test_sweep_schedu
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 from typing import Any
@@ -25,6 +26,13 @@ def sequential_spec(tasks: int = 1, paired: bool = False) -> models.SweepSpec:
                                                      for t in range(tasks)]}})
 
 
+@functools.cache
+def planned(spec_json: str) -> grid.Plan:
+    """Planned once per spec, as the operator does (sweeps._plan): admitting each cell as the API
+    server would is most of a simulated sweep's time otherwise."""
+    return grid.plan(models.SweepSpec.model_validate_json(spec_json), "seq", "default")
+
+
 def succeeded(run: grid.Run, figures: list[float]) -> dict[str, Any]:
     labels = {manifests.CELL_LABEL: run.cell.id, manifests.REPETITION_LABEL: str(run.repetition),
               manifests.ATTEMPT_LABEL: "1"}
@@ -38,7 +46,7 @@ def simulated(spec: models.SweepSpec, generator: random.Random, cv: float, drift
     """A sweep played to its end on a node that gets `drift` faster per round, run by run; the
     contender (c1) truly `effect` better. Its primary rows, its rounds and its number of runs."""
     sigma = math.sqrt(math.log1p(cv ** 2))
-    plan = grid.plan(spec, "seq", "default")
+    plan = planned(spec.model_dump_json())
     runs: list[dict[str, Any]] = []
     while True:
         rounds = sweepstate.with_rounds(plan, spec, runs)
