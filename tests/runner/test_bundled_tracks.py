@@ -111,9 +111,11 @@ def test_range_and_terms_queries_of_range_queries_track_match_the_same_documents
 def test_fixed_rates_are_held_and_each_task_gets_the_node_cpu_of_its_own_window(clusters, race):
     """workload.load drives Rally's schedule; task windows come from Rally's log, and a task at a
     low fixed rate costs less node CPU than the same kind of query back to back in the same race.
-    Not in test mode: Rally's test mode drops target throughputs and shortens time periods."""
+    Not in test mode: Rally's test mode drops target throughputs and shortens time periods. The
+    slow task is the second query task: the first one's window also holds the search path's
+    first compilations and the bulk task's tail."""
     cluster = clusters.get(LATEST)
-    rates = {"range-1950s": 10, "terms-1950s": 40}
+    rates = {"range-1950s": 40, "terms-1950s": 10}
     run = race(spec("range-queries", index={}, test_mode=False, trackParams={"doc_count": 5000},
                     load={"taskTargetThroughputs": rates, "timePeriodSeconds": 6, "warmupTimePeriodSeconds": 1}),
                cluster.url)
@@ -135,7 +137,7 @@ def test_fixed_rates_are_held_and_each_task_gets_the_node_cpu_of_its_own_window(
     for name in ("range-1950s", "terms-1950s", "range-1900-1989", "terms-1900-1989"):
         # 1 s of warm-up and 6 s measured, as Rally logged it.
         assert 7 <= tasks[name].resources.seconds < 8, name
-    busy, idle = tasks["range-1900-1989"].resources, tasks["range-1950s"].resources
+    busy, idle = tasks["terms-1900-1989"].resources, tasks["terms-1950s"].resources
     assert idle.process_cpu_percent < busy.process_cpu_percent / 2, (idle, busy)
     assert busy.process_cpu_ms > 0 and busy.heap_used_bytes > 0 and busy.io_read_bytes is not None
     assert (run.work_dir / "node-stats.json").exists()
