@@ -352,12 +352,15 @@ def show_command(inputs: tuple[str, ...], namespace: str | None, context: str | 
 @_namespace
 @_context
 @click.option("--format", "format_", type=click.Choice(["table", "json"]), default="table", show_default=True)
-def sweep_command(sweep: str, namespace: str | None, context: str | None, format_: str) -> None:
-    """Show an ExperimentSweep: progress, cells, the comparison against the baseline, gates.
+@click.option("--all", "every_row", is_flag=True,
+              help="Every comparison, also the exploratory ones without a Better or Worse.")
+def sweep_command(sweep: str, namespace: str | None, context: str | None, format_: str, every_row: bool) -> None:
+    """Show an ExperimentSweep: the comparison against the baseline, gates, order effect, cells.
 
     SWEEP is the name of an ExperimentSweep in the current kube context, a file written by
-    `kubectl get esxs NAME -o yaml`, or the folder `esbench run SWEEP.yaml` writes. --format json
-    prints status.comparison as it is.
+    `kubectl get esxs NAME -o yaml`, or the folder `esbench run SWEEP.yaml` writes. The table
+    shows the primary questions and the exploratory comparisons with a Better or Worse (--all:
+    every one). --format json prints status.comparison as it is.
     """
     try:
         document = sources.sweep(sweep, namespace, context)
@@ -367,7 +370,7 @@ def sweep_command(sweep: str, namespace: str | None, context: str | None, format
     if format_ == "json":
         sys.stdout.write(json.dumps(state.get("comparison", []), indent=2) + "\n")
         return
-    rendering.print_sweep(rendering.console(), document)
+    rendering.print_sweep(rendering.console(), document, every_row)
 
 
 # --- esbench report ------------------------------------------------------------------------
