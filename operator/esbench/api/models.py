@@ -969,7 +969,8 @@ SWEEP_PLURAL = "experimentsweeps"
 # handed, and code of the user's choice), since the runs are created by the operator, not by
 # that user. The matrix field's rules below and the operator's planner read both. An include
 # cell's fields are the keys of a map of free JSON values, which CEL cannot see (the API server
-# cannot type such a map for CEL): the planner refuses them, before any run, as InvalidSpec.
+# cannot type such a map for CEL): the chart's admission policy refuses them (on dyn values), and
+# the planner again, before any run, as InvalidSpec.
 SPEC_SECTIONS = ("elasticsearch", "index", "workload", "rally", "lifecycle", "profile")
 TEMPLATE_ONLY_FIELDS = ("target", "rally.image", "elasticsearch.image", "workload.source", "workload.repository")
 _SPEC_FIELD = rf"'^({'|'.join(SPEC_SECTIONS)})\\.[A-Za-z0-9_.-]+$'"
