@@ -415,6 +415,9 @@ def report_command(inputs: tuple[str, ...], namespace: str | None, context: str 
                                    sweep=sweep)
     except compare.NotComparable as error:
         raise click.UsageError(str(error)) from error
+    for path in (html_path, markdown_path):
+        if path:
+            path.parent.mkdir(parents=True, exist_ok=True)  # a folder of its own, as the studies keep theirs
     if html_path:
         report.history = history.pages_for(entries, html_path)
         html_path.write_text(html_report.to_html(report, html_path.parent))
