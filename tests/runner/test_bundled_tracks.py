@@ -73,6 +73,8 @@ def test_bundled_track_indexes_its_whole_corpus_with_the_spec_index_settings(clu
     assert count_documents(cluster, index_name(track)) == DOC_COUNT
     assert results.tasks and all(t.error_rate == 0 for t in results.tasks)
     assert {"index-append"} <= {t.task for t in results.tasks}
+    # The launcher kept every task's requests (test mode sends too few of them for a steady state).
+    assert all(t.steady_state and t.steady_state.samples > 0 for t in results.tasks), results.tasks
     assert results.cluster.store_size_bytes > 0
     assert results.cluster.segment_count >= 1
 
