@@ -107,17 +107,19 @@ def test_each_task_of_the_race_gets_its_steady_state_from_the_samples_file(tmp_p
         json.dump({"tasks": tasks}, file)
     summary = models.Results(tasks=[models.TaskResult(task="search"), models.TaskResult(task="create-index")])
     problem = requestsamples.attach_steady_states(summary, path)
-    search = summary.tasks[0].steady_state
+    search, create = (t.steady_state for t in summary.tasks)
     assert search.reached and search.samples == 500 and 0 <= search.start_seconds < 50
-    assert summary.tasks[1].steady_state is None and "create-index" in problem
+    assert not create.reached and create.samples == 0 and "create-index" in problem
+    assert steadystate.warnings(summary) == ["create-index: no steady state: no measured requests among the samples"]
 
 
-def test_a_race_without_its_samples_file_says_so(tmp_path):
+def test_a_race_without_its_samples_file_says_so_per_task(tmp_path):
     summary = models.Results(tasks=[models.TaskResult(task="search")])
-    assert "no request samples" in requestsamples.attach_steady_states(summary, tmp_path / requestsamples.FILE)
+    assert "no request samples from esrally" in requestsamples.attach_steady_states(summary, tmp_path / requestsamples.FILE)
     (tmp_path / requestsamples.FILE).write_bytes(b"not gzip")
     assert "cannot be read" in requestsamples.attach_steady_states(summary, tmp_path / requestsamples.FILE)
-    assert summary.tasks[0].steady_state is None
+    assert not summary.tasks[0].steady_state.reached and "cannot be read" in summary.tasks[0].steady_state.problem
+    assert "search: no steady state: the request samples" in steadystate.warnings(summary)[0]
 
 
 def test_show_says_when_each_task_settled_and_warns_for_one_that_never_did():

@@ -129,12 +129,13 @@ def summarize(service_time: Series, throughput: Series | None = None) -> models.
 
 
 def too_short(state: models.SteadyState) -> bool:
-    """A task of too few requests to tell (an index's creation, a health check): no warning."""
-    return state.samples < MIN_BATCHES * BATCH
+    """A task of too few requests to tell (an index's creation, a health check): no warning. One of
+    none had its samples lost, which is warned of."""
+    return 0 < state.samples < MIN_BATCHES * BATCH
 
 
 def warnings(results: models.Results) -> list[str]:
-    """The tasks long enough to tell that never reached a steady state: their figures include a
-    transient or a trend."""
+    """The tasks long enough to tell that never reached a steady state (their figures include a
+    transient or a trend), and those whose requests were not kept."""
     return [f"{t.task}: no steady state: {t.steady_state.problem}" for t in results.tasks
             if t.steady_state and not t.steady_state.reached and not too_short(t.steady_state)]

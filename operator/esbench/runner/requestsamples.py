@@ -30,18 +30,22 @@ def read(path: Path) -> dict[str, dict[str, steadystate.Series]]:
 
 
 def attach_steady_states(summary: models.Results, path: Path) -> str | None:
-    """Each task's steady state into its result; returns what kept some or all tasks from one."""
+    """Each task's steady state into its result, or why none was looked for (no samples: none kept
+    by the launcher, or none measured); returns that reason when some task has it."""
     try:
         tasks = read(path)
     except FileNotFoundError:
-        return f"no request samples from esrally in {path.name}: no steady state was looked for"
+        tasks, problem = {}, f"no request samples from esrally ({path.name} missing)"
     except (OSError, EOFError, zlib.error, ValueError, KeyError, TypeError) as e:
-        return f"the request samples in {path.name} cannot be read ({type(e).__name__}: {e}): no steady state was looked for"
+        tasks, problem = {}, f"the request samples in {path.name} cannot be read ({type(e).__name__}: {e})"
+    else:
+        problem = "no measured requests among the samples"
     missing = []
     for task in summary.tasks:
         figures = tasks.get(task.task, {})
-        if "service_time" not in figures:
+        if "service_time" in figures:
+            task.steady_state = steadystate.summarize(figures["service_time"], figures.get("throughput"))
+        else:
+            task.steady_state = models.SteadyState(reached=False, samples=0, problem=problem)
             missing.append(task.task)
-            continue
-        task.steady_state = steadystate.summarize(figures["service_time"], figures.get("throughput"))
-    return f"no request samples for {', '.join(missing)}: no steady state was looked for" if missing else None
+    return f"{problem}: no steady state for {', '.join(missing)}" if missing else None
