@@ -138,3 +138,13 @@ def test_show_says_when_each_task_settled_and_warns_for_one_that_never_did():
     assert "12.5 s" in text and "450 of 600" in text
     assert "warning: scroll: no steady state: the part kept still trends: +40%" in text
     assert "create-index: no steady state" not in text
+
+
+def test_a_comparison_of_many_runs_warns_once_per_task_that_never_settled():
+    def run(label: str, reached: bool) -> compare.Entry:
+        state = models.SteadyState(reached=reached, samples=600, problem=None if reached else "still trends")
+        return compare.Entry(label, models.Results(tasks=[models.TaskResult(task="search", steady_state=state)]))
+
+    entries = [run("a", False), run("b", True), run("c", False)]
+    assert compare.measurement_warnings(entries) == ["search: no steady state in 2 of 3 runs (a, c); esbench show says why"]
+    assert compare.measurement_warnings(entries[:1]) == ["a: search: no steady state: still trends"]

@@ -335,9 +335,11 @@ def environment_warnings(entries: list[Entry]) -> list[str]:
 
 def measurement_warnings(entries: list[Entry]) -> list[str]:
     """What makes a race's own figures suspect (foreignwrites, a task that never settled), each named by
-    its Experiment."""
-    return [f"{entry.label}: {warning}" for entry in entries
-            for warning in foreignwrites.warnings(entry.results) + steadystate.warnings(entry.results)]
+    its Experiment; the tasks that never settled once a task over several."""
+    found = [f"{entry.label}: {warning}" for entry in entries for warning in foreignwrites.warnings(entry.results)]
+    if len(entries) == 1:
+        return found + [f"{entries[0].label}: {warning}" for warning in steadystate.warnings(entries[0].results)]
+    return found + steadystate.runs_warnings({entry.label: entry.results for entry in entries})
 
 
 @dataclass

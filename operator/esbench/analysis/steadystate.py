@@ -134,8 +134,21 @@ def too_short(state: models.SteadyState) -> bool:
     return 0 < state.samples < MIN_BATCHES * BATCH
 
 
-def warnings(results: models.Results) -> list[str]:
+def unsettled(results: models.Results) -> list[models.TaskResult]:
     """The tasks long enough to tell that never reached a steady state (their figures include a
     transient or a trend), and those whose requests were not kept."""
-    return [f"{t.task}: no steady state: {t.steady_state.problem}" for t in results.tasks
-            if t.steady_state and not t.steady_state.reached and not too_short(t.steady_state)]
+    return [t for t in results.tasks if t.steady_state and not t.steady_state.reached and not too_short(t.steady_state)]
+
+
+def warnings(results: models.Results) -> list[str]:
+    return [f"{t.task}: no steady state: {t.steady_state.problem}" for t in unsettled(results) if t.steady_state]
+
+
+def runs_warnings(runs: dict[str, models.Results]) -> list[str]:
+    """Over several runs (a comparison, a sweep's report), one line per task rather than one per run."""
+    by_task: dict[str, list[str]] = {}
+    for label, results in runs.items():
+        for task in unsettled(results):
+            by_task.setdefault(task.task, []).append(label)
+    return [f"{task}: no steady state in {len(labels)} of {len(runs)} runs ({', '.join(labels)}); esbench show "
+            f"says why" for task, labels in by_task.items()]
