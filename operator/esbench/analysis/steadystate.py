@@ -14,7 +14,7 @@ over the same requests). A truncation at the end of the searched half, or a part
 moves by more than MAX_DRIFT from its start to its end (Kendall's tau for the trend, Theil-Sen
 for its size), is no steady state: said, with no figures.
 
-Pure: samples in (Rally's per-request samples, runner/samples.py reads them), a
+Pure: samples in (Rally's per-request samples, runner/requestsamples.py reads them), a
 models.SteadyState out.
 """
 
