@@ -13,6 +13,7 @@ import pytest
 
 from esbench.api import models
 from esbench.runner import race as race_module
+from esbench.runner import requestsamples
 from esbench.runner.corpus import TEST_MODE_COUNT
 from tests.support import track_modules
 from tests.support.elasticsearch import LATEST, VERSIONS
@@ -72,6 +73,8 @@ def test_bundled_track_indexes_its_whole_corpus_with_the_spec_index_settings(clu
     assert count_documents(cluster, index_name(track)) == DOC_COUNT
     assert results.tasks and all(t.error_rate == 0 for t in results.tasks)
     assert {"index-append"} <= {t.task for t in results.tasks}
+    # The launcher kept every task's requests (test mode sends too few of them for a steady state).
+    assert all(t.steady_state and t.steady_state.samples > 0 for t in results.tasks), results.tasks
     assert results.cluster.store_size_bytes > 0
     assert results.cluster.segment_count >= 1
 
@@ -141,6 +144,18 @@ def test_fixed_rates_are_held_and_each_task_gets_the_node_cpu_of_its_own_window(
     assert idle.process_cpu_percent < busy.process_cpu_percent / 2, (idle, busy)
     assert busy.process_cpu_ms > 0 and busy.heap_used_bytes > 0 and busy.io_read_bytes is not None
     assert (run.work_dir / "node-stats.json").exists()
+    # Each task's steady state, from its requests as the launcher kept them from Rally.
+    assert (run.work_dir / requestsamples.FILE).exists()
+    assert all(t.steady_state and t.steady_state.samples > 0 for t in tasks.values()), tasks
+    # Six seconds at a fixed rate may not be enough for a query to settle: one that did not says why.
+    queries = {name: tasks[name].steady_state for name in ("range-1950s", "terms-1950s", "range-1900-1989",
+                                                           "terms-1900-1989")}
+    assert all(steady.samples >= 50 and (steady.reached or steady.problem) for steady in queries.values()), queries
+    settled = {name: steady for name, steady in queries.items() if steady.reached}
+    assert settled, queries
+    for name, steady in settled.items():
+        assert 0 <= steady.start_seconds < tasks[name].resources.seconds and 0 < steady.kept <= steady.samples, name
+        assert steady.service_time.p50 > 0 and steady.throughput.mean > 0, name
 
 
 def test_a_bulk_size_in_bytes_becomes_documents_of_the_generated_corpus_and_the_mapping_variants_reach_the_index(

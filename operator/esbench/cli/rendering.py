@@ -17,7 +17,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
-from esbench.analysis import compare, foreignwrites, profiles, stats
+from esbench.analysis import compare, foreignwrites, profiles, stats, steadystate
 from esbench.analysis.compare import Comparison, Section, format_value, unit_label
 from esbench.api import models
 
@@ -153,6 +153,9 @@ def results_tables(results: models.Results) -> list[Table]:
         for t in with_resources:
             spent.add_row(t.task, *[format_value(getattr(t.resources, attribute), unit) for _, attribute, unit in columns])
         tables.append(spent)
+    steady = [t for t in results.tasks if t.steady_state and not steadystate.too_short(t.steady_state)]
+    if steady:
+        tables.append(steady_state_table(steady))
     with_files = [t for t in with_resources if t.resources.index_files]
     if with_files:
         tables.append(index_files_table(with_files))
@@ -195,6 +198,26 @@ def results_tables(results: models.Results) -> list[Table]:
             top.add_row(t.task, str(t.profile.samples), frames, end_section=True)
         tables.append(top)
     return tables
+
+
+def steady_state_table(tasks: list[models.TaskResult]) -> Table:
+    """Per task, where its service times stopped settling and its figures from there on."""
+    table = Table(title="Steady state", title_justify="left", caption_justify="left",
+                  caption="MSER-5 over each task's measured requests; began: since the task's start (Rally's "
+                          "warm-up included); figures of the requests kept; Rally's own figures above are unchanged")
+    for header in ("task", "began", "kept", "service p50", "service p99", "throughput mean"):
+        table.add_column(header, justify="left" if header == "task" else "right", no_wrap=True)
+    for t in tasks:
+        state = t.steady_state
+        assert state is not None
+        if not state.reached:
+            table.add_row(t.task, "[yellow]none[/]", f"0 of {state.samples:,}", "–", "–", "–")
+            continue
+        service = state.service_time or models.Percentiles()
+        table.add_row(t.task, f"{state.start_seconds:,.1f} s", f"{state.kept:,} of {state.samples:,}",
+                      format_value(service.p50, service.unit), format_value(service.p99, service.unit),
+                      format_value(state.throughput.mean, state.throughput.unit) if state.throughput else "–")
+    return table
 
 
 # The index files a study of the page cache asks about first, in this order; others follow.
@@ -252,7 +275,8 @@ def print_document_summary(console: Console, document: dict[str, Any]) -> None:
             console.print(table)
     if results and results.environment:
         console.print(f"environment: {escape(describe_environment(results.environment))}", highlight=False, soft_wrap=True)
-    print_warnings(console, foreignwrites.warnings(results) if results else [])  # what makes its figures suspect
+    # What makes its figures suspect.
+    print_warnings(console, foreignwrites.warnings(results) + steadystate.warnings(results) if results else [])
     colour = "green" if state["phase"] == models.Phase.SUCCEEDED.value else "red"
     console.print(f"[{colour}]{state['phase']}[/] ({escape(state['reason'])}): {escape(state['message'])}",
                   highlight=False, soft_wrap=True)
