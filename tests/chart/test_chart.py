@@ -17,6 +17,7 @@ import uuid
 import pytest
 from kubernetes import client
 
+from esbench.api import models
 from esbench.api.models import ExperimentSpec
 from esbench.controller import config
 from esbench.planning import manifests, names
@@ -538,6 +539,13 @@ def test_admission_policy_lets_a_user_hand_the_rally_pod_only_what_they_could_re
                      "name": "other-credentials", "key": "password"}}}, "workload": {"track": "smoke"}},
                      "matrix": [{"field": "index.codec", "values": ["default", "best_compression"]}]}}
         assert "you may not get Secret other-credentials" in refused(sweep)
+        # Nor by a cell of its own: include cells are free maps the CRD's rules cannot see into.
+        allowed_template = {**sweep["spec"], "template": {**OWN_CLUSTER, "workload": {"track": "smoke"}}}
+        for field in models.TEMPLATE_ONLY_FIELDS:
+            borrowing = {**sweep, "metadata": {"name": "borrowing"},
+                         "spec": {**allowed_template, "include": [{"index.codec": "default"}, {field: "x"}]}}
+            assert f"an include cell sets {field}, which cannot vary between cells" in refused(borrowing), field
+        admitted({**sweep, "spec": {**allowed_template, "include": [{"index.codec": "lz4", "rally.imagePullPolicy": "Never"}]}})
         run = experiment("sweep-c0-r1-a1", target=sweep["spec"]["template"]["target"])
         admitted(run, user=operator_account)
 

@@ -421,8 +421,16 @@ def test_a_sweeps_report_says_what_the_sweep_said_against_its_own_baseline(esben
     assert {cell for cell, change in primary if change.startswith("-2")} == {"c0"}  # 20 % below c2, not c1 above c0
     assert "c2 (workload.trackParams.bulk_size=10000): 4 run(s)" in text and "bulk-c2-r4); the baseline" in text
     # The sweep says how it compares: the options that would say otherwise are refused.
+    nested = tmp_path / "reports" / "bulk" / "report.md"  # folders that do not exist yet
+    assert esbench("report", str(tmp_path / "bulk"), "--markdown", str(nested)).exit_code == 0
+    assert nested.read_text().startswith("# esbench report: sweep bulk\n")
     refused = esbench("report", str(tmp_path / "bulk"), "--paired", "--markdown", str(report))
-    assert refused.exit_code == 2 and "compares as the sweep did" in refused.stderr
+    assert refused.exit_code == 2 and "compared as the sweep did" in refused.stderr
+    # `esbench compare --repeated` on the folder gives the same figures: the sweep's own.
+    compared = esbench("compare", str(tmp_path / "bulk"), "--repeated", "--format", "json")
+    assert compared.exit_code == 0, compared.stderr
+    assert json.loads(compared.stdout)["comparison"] == sweep["status"]["comparison"]
+    assert esbench("compare", str(tmp_path / "bulk"), "--repeated", "--primary", "x:throughput.median").exit_code == 2
     # One run per cell: differences, never verdicts, against the sweep's baseline all the same.
     once = json.loads(json.dumps(BULK_SWEEP))
     once["spec"].update(repetitions=1, statistics={})

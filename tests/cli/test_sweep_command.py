@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 
 import yaml
+from rich.console import Console
 
 from esbench.analysis import contrasts, stats
 from esbench.api import models
+from esbench.cli import rendering
 from esbench.runner.results import summarize
 from tests.support.experiments import successful_race_json
 
@@ -17,6 +19,7 @@ def sweep_document() -> dict:
     def results(throughput):
         summary = summarize(successful_race_json())
         summary.tasks[0].throughput.median = throughput
+        summary.tasks[0].service_time.p50 *= 1000 / throughput  # an exploratory question with an answer
         return summary
 
     rows = stats.compare_cells({"c0": [results(t) for t in (1000, 1010, 990)],
@@ -87,6 +90,32 @@ def test_sweep_prints_each_cells_contrasts_over_its_runs(esbench, tmp_path):
     assert run.exit_code == 0, run.stderr
     text = " ".join(run.stdout.split())
     assert "c0: contrast queries, against task match-all over the cell's runs" in text
-    line = next(line for line in run.stdout.splitlines() if line.startswith(" queries"))
+    line = next(line for line in run.stdout.splitlines() if "term-category" in line)
     # Three identical runs each: a difference that never varied, not a certain verdict.
     assert "-16.4 %" in line and "InsufficientData" in line
+
+
+def test_the_answer_fits_100_columns_with_the_primary_questions_first_and_the_rest_folded(esbench, tmp_path):
+    """The primary question and the exploratory ones that found a difference, whole at 100 columns
+    (numbers never fold); the exploratory comparisons without one are counted, and --all shows them."""
+    document = sweep_document()
+    rows = document["status"]["comparison"]
+    undecided = [r for r in rows if r.get("family") != "primary"
+                 and not any(c["verdict"] in ("Better", "Worse") for c in r["cells"])]
+    assert undecided and len(undecided) < len(rows) - 1  # some exploratory rows have a verdict
+    console = Console(width=100, record=True)
+    with console.capture() as captured:
+        rendering.print_sweep(console, document)
+    lines = captured.get().splitlines()
+    assert max(len(line.rstrip()) for line in lines) <= 100
+    table = lines[:next(n for n, line in enumerate(lines) if line.startswith("baseline, contender:"))]
+    first = next(n for n, line in enumerate(table) if "throughput.median" in line)
+    assert "-20.0 % [-21.6, -18.4]" in table[first] and "Worse" in table[first]
+    assert all("throughput.median" not in line for line in table[first + 1:])  # the primary question first
+    assert sum("Better" in line or "Worse" in line for line in table) == len(rows) - len(undecided)
+    assert f"{len(undecided)} exploratory comparison(s) without a Better or Worse are not shown" in " ".join(lines)
+    path = tmp_path / "codec.yaml"
+    path.write_text(yaml.safe_dump(document))
+    every = esbench("sweep", str(path), "--all")
+    assert every.exit_code == 0 and "not shown" not in every.stdout
+    assert all(r["metric"] in every.stdout for r in undecided)

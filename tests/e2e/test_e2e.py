@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import yaml
 from kubernetes import client
+from kubernetes.utils import parse_quantity
 
 from esbench.analysis import profiles
 from esbench.planning.readiness import readiness
@@ -218,6 +219,9 @@ def test_quickstart_succeeds_with_sane_results_and_cleans_up_its_cluster(cluster
     # As esbench sets every node it creates (models.DEFAULT_NODE_CONFIG), recorded as the node reports it.
     (node,) = results["environment"]["nodes"]
     assert node["mmap"] is False, node
+    # The memory the page cache has: the limit the pod runs under, read from its cgroup by the node.
+    limit = body["spec"]["elasticsearch"]["resources"]["limits"]["memory"]
+    assert node["cgroupMemoryLimitBytes"] == int(parse_quantity(limit)), node
     # The QoS class each pod got, as the kubelet reports it: without rally.resources, the chart's
     # operator.rallyResources make the Rally pod Guaranteed.
     pods = results["environment"]["kubernetes"]

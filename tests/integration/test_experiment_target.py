@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime, timedelta
 
+from esbench.api import models
 from esbench.api.race_report import RaceReport
 from esbench.runner.results import summarize
 from tests.support.experiments import (
@@ -21,6 +22,7 @@ from tests.support.experiments import (
     runner_log,
     wait_phase,
 )
+from tests.support.schedules import printed
 from tests.support.standin_eck import GROUP, PLURAL, VERSION
 from tests.support.waiting import wait_for
 
@@ -63,6 +65,7 @@ def test_a_referenced_eck_cluster_is_waited_for_used_and_never_deleted(
     eck.make_ready(namespace, "shared")
     benchmarking = wait_phase(apis, namespace, "on-shared", "Benchmarking")
     assert benchmarking["status"]["clusterVersion"] == "8.15.3"
+    assert printed(apis, namespace, "on-shared", models.PLURAL)["Version"] == "8.15.3"  # a spec without one
     container = container_of(apis, namespace, "on-shared-rally")
     assert "--target-url=https://shared-es-http." + namespace + ".svc:9200" in container.args
     assert password_secret_of(apis, namespace, "on-shared-rally") == "shared-es-elastic-user"

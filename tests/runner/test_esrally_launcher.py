@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -44,3 +45,29 @@ def test_thespians_pending_transmits_may_grow_while_the_transport_walks_them(esr
     done = subprocess.run([str(python), "-c", WALKS], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["32", "False"]  # 1 + 1 + 2 + 4 + 8, then 16 more
+
+
+# Rally's in-memory metrics store as the coordinator leaves it at a race's end: what the launcher
+# keeps of it for the runner's steady states.
+SAMPLES = f"""
+import importlib.util, json
+spec = importlib.util.spec_from_file_location("launcher", {str(LAUNCHER)!r})
+launcher = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(launcher)
+def doc(name, sample_type, ms, value, task="search"):
+    return {{"name": name, "sample-type": sample_type, "relative-time": ms, "value": value, "unit": "ms", "task": task}}
+docs = [doc("service_time", "warmup", 100, 9.0), doc("service_time", "normal", 1500, 2.0),
+        doc("latency", "normal", 1500, 2.5), doc("processing_time", "normal", 1500, 2.1),
+        doc("throughput", "normal", 2000, 40.0), {{"name": "node_total_young_gen_gc_time", "value": 1}}]
+print(json.dumps(launcher.request_samples(docs), sort_keys=True))
+"""
+
+
+def test_the_launcher_keeps_each_tasks_measured_requests_of_rallys_metrics_store(esrally):
+    python = Path(esrally).with_name("python")
+    done = subprocess.run([str(python), "-c", SAMPLES], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    kept = json.loads(done.stdout)["search"]
+    assert kept["service_time"] == {"unit": "ms", "seconds": [1.5], "values": [2.0]}  # the warm-up's left out
+    assert kept["latency"]["values"] == [2.5] and kept["throughput"]["seconds"] == [2.0]
+    assert "processing_time" not in kept

@@ -17,10 +17,11 @@ def get_schedule(apis, namespace: str, name: str) -> dict:
     return apis.custom.get_namespaced_custom_object(models.GROUP, models.VERSION, namespace, models.SCHEDULE_PLURAL, name)
 
 
-def printed(apis, namespace: str, name: str) -> dict:
-    """The schedule's row as `kubectl get esxcron` prints it: the API server's Table of its printer columns."""
+def printed(apis, namespace: str, name: str, plural: str = models.SCHEDULE_PLURAL) -> dict:
+    """The resource's row as `kubectl get` prints it (esxcron by default): the API server's Table of
+    its printer columns."""
     api = apis.custom.api_client
-    path = f"/apis/{models.GROUP}/{models.VERSION}/namespaces/{namespace}/{models.SCHEDULE_PLURAL}/{name}"
+    path = f"/apis/{models.GROUP}/{models.VERSION}/namespaces/{namespace}/{plural}/{name}"
     request = api.param_serialize("GET", path, header_params={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"},
                                   auth_settings=["BearerToken"])
     table = json.loads(api.call_api(*request).read())

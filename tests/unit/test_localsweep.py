@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from esbench.api import models, validation
-from esbench.cli import local, localsweep
+from esbench.cli import local, localsweep, sources
 from esbench.history import records
 from esbench.planning import grid, manifests, sweepstate
 
@@ -146,3 +146,14 @@ def test_a_runs_document_keeps_its_cell_and_configuration_whatever_its_rounds_va
     annotations = [r["metadata"]["annotations"] for r in runs]
     assert annotations[0] == annotations[1] and annotations[0][models.CELL_LABEL] == 'index.codec="best_compression"'
     assert len({records.record(r).configuration for r in runs}) == 1  # one series in the history
+
+
+def test_a_folders_runs_come_by_cell_round_and_attempt_as_numbers(tmp_path):
+    runs = tmp_path / localsweep.RUNS
+    runs.mkdir()
+    names = ["s-c0-r2-a1", "s-c0-r10-a1", "s-c0-r1-a2", "s-c0-r1-a1", "s-c10-r1-a1", "s-c2-r1-a1"]
+    for name in names:
+        (runs / f"{name}.json").write_text("{}")
+    assert [p.stem for p in sources.sweep_runs(tmp_path)] == [
+        "s-c0-r1-a1", "s-c0-r1-a2", "s-c0-r2-a1", "s-c0-r10-a1", "s-c2-r1-a1", "s-c10-r1-a1"]
+    assert sources.sweep_runs(tmp_path / "elsewhere") is None

@@ -75,6 +75,14 @@ def test_a_failed_run_with_retries_left_is_pending_again_and_failed_after_the_la
     assert states(p, [first], max_retries=0)[("c0", 1)] == "Failed"
 
 
+@pytest.mark.parametrize("reason", ["ClusterDisrupted", "RallyPodDeleted", "RallyPodEvicted"])
+def test_a_run_disrupted_by_a_pods_end_is_retried(reason):
+    """Not the spec's fault: the same run may well succeed on undisturbed pods."""
+    first = child("c0", 1, "Failed", reason)
+    assert states(plan(repetitions=1), [first], max_retries=1)[("c0", 1)] == "Pending"
+    assert states(plan(repetitions=1), [first, child("c0", 1, "Failed", reason, attempt=2)])[("c0", 1)] == "Failed"
+
+
 def test_an_invalid_spec_is_never_retried():
     assert states(plan(repetitions=1), [child("c0", 1, "Failed", "InvalidSpec")], max_retries=5)[("c0", 1)] == "Failed"
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from esbench.analysis import foreignwrites
+from esbench.analysis import foreignwrites, steadystate
 from esbench.api import models
 
 # --- what is compared ----------------------------------------------------------------------
@@ -108,6 +108,21 @@ def indexed_per_second(task: models.TaskResult) -> tuple[float | None, str | Non
 
 # What the nodes indexed, rejected documents left out (Rally's bulk throughput counts them).
 TASK_METRICS.append((Metric("indexed_rate", "indexed by the nodes", HIGHER, "docs/s"), indexed_per_second))
+
+
+def _steady(task: models.TaskResult, percentile: str) -> tuple[float | None, str | None]:
+    service = task.steady_state.service_time if task.steady_state else None
+    return (getattr(service, percentile), service.unit) if service else (None, None)
+
+
+# The requests from the task's steady state on (analysis/steadystate.py); none where it found none.
+TASK_METRICS += [
+    *[(Metric(f"steady.service_time.{p}", f"steady service time {p}", LOWER), lambda t, p=p: _steady(t, p))
+      for p in ("p50", "p90", "p99")],
+    (Metric("steady.throughput.mean", "steady throughput mean", HIGHER),
+     lambda t: (t.steady_state.throughput.mean, t.steady_state.throughput.unit)
+     if t.steady_state and t.steady_state.throughput else (None, None)),
+]
 
 CLUSTER_METRICS: list[tuple[Metric, str]] = [
     (Metric("store_size", "store size", LOWER, "bytes"), "store_size_bytes"),
@@ -319,8 +334,12 @@ def environment_warnings(entries: list[Entry]) -> list[str]:
 
 
 def measurement_warnings(entries: list[Entry]) -> list[str]:
-    """What makes a race's own figures suspect (foreignwrites), each named by its Experiment."""
-    return [f"{entry.label}: {warning}" for entry in entries for warning in foreignwrites.warnings(entry.results)]
+    """What makes a race's own figures suspect (foreignwrites, a task that never settled), each named by
+    its Experiment; the tasks that never settled once a task over several."""
+    found = [f"{entry.label}: {warning}" for entry in entries for warning in foreignwrites.warnings(entry.results)]
+    if len(entries) == 1:
+        return found + [f"{entries[0].label}: {warning}" for warning in steadystate.warnings(entries[0].results)]
+    return found + steadystate.runs_warnings({entry.label: entry.results for entry in entries})
 
 
 @dataclass

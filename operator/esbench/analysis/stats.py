@@ -534,87 +534,115 @@ def compare_cells(
     for against in baselines:
         if against not in samples:
             raise ValueError(f"baseline cell {against!r} is not among the cells {sorted(samples)}")
-    named = len(baselines) > 1  # a contender names its baseline only where there are several
+    figures = _Figures.of(samples, rounds, metrics)
     primary = set(primary)
-    threshold = statistics_.noise_threshold_percent
-    pairing = statistics_.paired and rounds is not None
-
-    Key = tuple[Section, str, str]
-    values: dict[Key, dict[str, list[float]]] = {}
-    round_of: dict[Key, dict[str, list[int]]] = {}  # the round of each value, with statistics.paired
-    first: dict[Key, compare.Measurement] = {}  # metric and subject of the row
-    units: dict[Key, str] = {}
-    for cell, runs in samples.items():
-        for position, results in enumerate(runs):
-            for m in compare.measurements(results, metrics):
-                key = (m.section, m.subject, m.metric.key)
-                first.setdefault(key, m)
-                # A missing or non-finite figure is no sample: nan would poison every statistic.
-                if m.value is None or not math.isfinite(m.value):
-                    continue
-                values.setdefault(key, {}).setdefault(cell, []).append(float(m.value))
-                if rounds is not None:
-                    round_of.setdefault(key, {}).setdefault(cell, []).append(rounds[cell][position])
-                if m.unit:
-                    units.setdefault(key, m.unit)
-    section_rank = {s: i for i, s in enumerate(Section)}
-    order = sorted((k for k in first if k in values), key=lambda k: section_rank[k[0]])  # stable
-
     rows: list[Row] = []
     pending: dict[Family, list[_Pending]] = {Family.PRIMARY: [], Family.EXPLORATORY: []}
-    for key in order:
-        by_cell = values[key]
+    for key in figures.keys():
         family = Family.PRIMARY if (key[1], key[2]) in primary else Family.EXPLORATORY
-        cells = []
+        cells: list[CellStats] = []
         for cell in samples:
-            if cell not in by_cell:
+            if cell not in figures.values[key]:
                 continue
-            summary = summarize(by_cell[cell], statistics_.confidence)
-            against = baseline_of[cell]
-            if cell == against:
-                cells.append(CellStats(cell, summary, None, _is_noisy(summary, threshold), Verdict.BASELINE))
-                continue
-            baseline_values = by_cell.get(against)
-            baseline_rounds = round_of[key][against] if rounds is not None and baseline_values else []
-            if looks and cell in looks and baseline_rounds:
-                # As the contender was judged when it stopped: the baseline's later rounds left out.
-                kept = [(v, r) for v, r in zip(baseline_values, baseline_rounds, strict=True) if r <= looks[cell].round]
-                baseline_values, baseline_rounds = [v for v, _ in kept] or None, [r for _, r in kept]
-            baseline_summary = summarize(baseline_values, statistics_.confidence) if baseline_values else None
-            noisy = _is_noisy(summary, threshold) or _is_noisy(baseline_summary, threshold)
-            change, details = None, {}
-            if baseline_values:
-                on = scale(baseline_values, by_cell[cell])
-                b, c = on.values(baseline_values), on.values(by_cell[cell])
-                if pairing:
-                    by_round = dict(zip(baseline_rounds, b, strict=True))
-                    pairs = [(by_round[r], v) for r, v in zip(round_of[key][cell], c, strict=True) if r in by_round]
-                    b, c = [x for x, _ in pairs], [y for _, y in pairs]
-                    details = {"pairs": len(pairs), "unpaired_rounds": tuple(sorted(
-                        set(baseline_rounds).symmetric_difference(round_of[key][cell])))}
-                test = statistics_.test
-                if test == Test.MANN_WHITNEY_U and tied(b, c):
-                    test = details["test"] = Test.WELCH_T
-                if len(b) > 1 and len(c) > 1:
-                    shift = (paired([y - x for x, y in zip(b, c, strict=True)]) if pairing else SHIFTS[test](b, c))
-                    change = _percent(on, shift.estimate)
-                    # Figures that did not vary within a cell (a count, two runs) give an "exact"
-                    # difference: no evidence of how they would vary, so no verdict.
-                    if shift.spread > 1e-9 * abs(shift.estimate) or shift.estimate == 0:  # beyond rounding
-                        margins = on.from_percent(-threshold), on.from_percent(threshold)
-                        if None in margins:  # a baseline of zero: no margin but "none at all"
-                            margins = (-math.ulp(0.0), math.ulp(0.0))
-                        equivalence_p = shift.equivalence(*margins)
-                        pending[family].append(_Pending(len(rows), len(cells), shift, on, len(b), len(c),
-                                                        equivalence_p))
-                elif b and c:  # a difference between single runs (or a mean): no interval, no verdict
-                    change = _percent(on, statistics.fmean(c) - statistics.fmean(b))
-                # Else paired, and no round has the figure in both cells (e.g. a figure only some races
-                # report): no change to state.
-            cells.append(CellStats(cell, summary, change, noisy, Verdict.INSUFFICIENT_DATA,
-                                   against=against if named else None, **details))
-        rows.append(Row(key[0], key[1], first[key].metric, units.get(key), cells, family))
+            found, comparison = _against_baseline(figures, key, cell, baseline_of[cell], statistics_,
+                                                  rounds is not None and statistics_.paired,
+                                                  looks[cell].round if looks and cell in looks else None)
+            if comparison is not None:
+                pending[family].append(_Pending(len(rows), len(cells), *comparison))
+            cells.append(replace(found, against=found.against if len(baselines) > 1 else None))
+        rows.append(Row(key[0], key[1], figures.first[key].metric, figures.units.get(key), cells, family))
+    _settle_families(rows, pending, statistics_, looks)
+    return rows
 
+
+Key = tuple[Section, str, str]  # a row: section, subject (a task), metric
+
+
+@dataclass
+class _Figures:
+    """Every cell's figures per row, with each figure's round, in compare.measurements' order."""
+
+    values: dict[Key, dict[str, list[float]]]
+    rounds: dict[Key, dict[str, list[int]]]  # empty when the samples' rounds are not known
+    first: dict[Key, compare.Measurement]  # metric and subject of the row
+    units: dict[Key, str]
+
+    @classmethod
+    def of(cls, samples: Mapping[str, Sequence[models.Results]], rounds: Mapping[str, Sequence[int]] | None,
+           metrics: Collection[str] | None) -> _Figures:
+        found = cls({}, {}, {}, {})
+        for cell, runs in samples.items():
+            for position, results in enumerate(runs):
+                for m in compare.measurements(results, metrics):
+                    key = (m.section, m.subject, m.metric.key)
+                    found.first.setdefault(key, m)
+                    # A missing or non-finite figure is no sample: nan would poison every statistic.
+                    if m.value is None or not math.isfinite(m.value):
+                        continue
+                    found.values.setdefault(key, {}).setdefault(cell, []).append(float(m.value))
+                    if rounds is not None:
+                        found.rounds.setdefault(key, {}).setdefault(cell, []).append(rounds[cell][position])
+                    if m.unit:
+                        found.units.setdefault(key, m.unit)
+        return found
+
+    def keys(self) -> list[Key]:
+        """The rows with a value in some cell: tasks, then cluster, then nodes (stable within)."""
+        section_rank = {s: i for i, s in enumerate(Section)}
+        return sorted((k for k in self.first if k in self.values), key=lambda k: section_rank[k[0]])
+
+
+def _against_baseline(figures: _Figures, key: Key, cell: str, against: str, statistics_: models.Statistics,
+                      pairing: bool, last_round: int | None
+                      ) -> tuple[CellStats, tuple[Shift, Scale, int, int, float] | None]:
+    """A cell's figures on one row and, for a contender, its change against its baseline; with the
+    test's outcome (shift, scale, runs on each side, equivalence p) when there is one to correct."""
+    threshold = statistics_.noise_threshold_percent
+    values = figures.values[key]
+    summary = summarize(values[cell], statistics_.confidence)
+    if cell == against:
+        return CellStats(cell, summary, None, _is_noisy(summary, threshold), Verdict.BASELINE), None
+    baseline_values = values.get(against)
+    baseline_rounds = figures.rounds[key][against] if figures.rounds and baseline_values else []
+    if last_round is not None and baseline_rounds:
+        # As the contender was judged when it stopped: the baseline's later rounds left out.
+        kept = [(v, r) for v, r in zip(baseline_values, baseline_rounds, strict=True) if r <= last_round]
+        baseline_values, baseline_rounds = [v for v, _ in kept] or None, [r for _, r in kept]
+    baseline_summary = summarize(baseline_values, statistics_.confidence) if baseline_values else None
+    noisy = _is_noisy(summary, threshold) or _is_noisy(baseline_summary, threshold)
+    change, details, comparison = None, {}, None
+    if baseline_values:
+        on = scale(baseline_values, values[cell])
+        b, c = on.values(baseline_values), on.values(values[cell])
+        if pairing:
+            by_round = dict(zip(baseline_rounds, b, strict=True))
+            pairs = [(by_round[r], v) for r, v in zip(figures.rounds[key][cell], c, strict=True) if r in by_round]
+            b, c = [x for x, _ in pairs], [y for _, y in pairs]
+            details = {"pairs": len(pairs), "unpaired_rounds": tuple(sorted(
+                set(baseline_rounds).symmetric_difference(figures.rounds[key][cell])))}
+        test = statistics_.test
+        if test == Test.MANN_WHITNEY_U and tied(b, c):
+            test = details["test"] = Test.WELCH_T
+        if len(b) > 1 and len(c) > 1:
+            shift = (paired([y - x for x, y in zip(b, c, strict=True)]) if pairing else SHIFTS[test](b, c))
+            change = _percent(on, shift.estimate)
+            # Figures that did not vary within a cell (a count, two runs) give an "exact"
+            # difference: no evidence of how they would vary, so no verdict.
+            if shift.spread > 1e-9 * abs(shift.estimate) or shift.estimate == 0:  # beyond rounding
+                margins = on.from_percent(-threshold), on.from_percent(threshold)
+                if None in margins:  # a baseline of zero: no margin but "none at all"
+                    margins = (-math.ulp(0.0), math.ulp(0.0))
+                comparison = (shift, on, len(b), len(c), shift.equivalence(*margins))
+        elif b and c:  # a difference between single runs (or a mean): no interval, no verdict
+            change = _percent(on, statistics.fmean(c) - statistics.fmean(b))
+        # Else paired, and no round has the figure in both cells (e.g. a figure only some races
+        # report): no change to state.
+    return CellStats(cell, summary, change, noisy, Verdict.INSUFFICIENT_DATA, against=against, **details), comparison
+
+
+def _settle_families(rows: list[Row], pending: dict[Family, list[_Pending]], statistics_: models.Statistics,
+                     looks: Mapping[str, Look] | None) -> None:
+    """Each pending comparison's verdict, its p-values corrected over its family."""
     for family, comparisons in pending.items():
         # Difference and equivalence are two families of tests, each corrected for its number.
         differences = adjust([c.shift.p_value for c in comparisons], family)
@@ -626,7 +654,6 @@ def compare_cells(
             row.cells[item.position] = _settle(cell, item, p_adjusted, equivalence_adjusted, row.metric.direction,
                                                statistics_, len(comparisons) if family == Family.PRIMARY else None,
                                                decided_at)
-    return rows
 
 
 # --- wire form -----------------------------------------------------------------------------

@@ -75,7 +75,8 @@ def experiment() -> dict[str, Any]:
         models.KIND, models.PLURAL, "esx", models.ExperimentSpec, models.ExperimentStatus,
         [
             _column("Phase", "string", ".status.phase"),
-            _column("Version", "string", ".spec.elasticsearch.version"),
+            _column("Version", "string", ".status.clusterVersion",
+                    description="The Elasticsearch version the cluster runs (also a referenced one, as a sweep's)"),
             _column("Track", "string", ".spec.workload.track"),
             _column("Codec", "string", ".spec.index.codec"),
             _column("Shards", "integer", ".spec.index.shards"),

@@ -37,7 +37,8 @@ TASK_METRIC_NAMES = (
     "cgroup_cpu.time", "os_cpu.percent",
     "heap_used.mean",
     "gc.time", "io.read_bytes", "io.read_operations", "io.write_bytes", "write_rejections", "page_faults.major",
-    "page_cache.mean", "indexed_rate",
+    "page_cache.mean", "indexed_rate", "steady.service_time.p50", "steady.service_time.p90", "steady.service_time.p99",
+    "steady.throughput.mean",
 )
 METRIC_NAMES = (*TASK_METRIC_NAMES, "store_size", "segment_count", "indexing_time", "merge_time", "refresh_time",
                 "flush_time", "young_gc_time", "old_gc_time", "process_cpu.mean", "process_cpu.p90")
@@ -748,6 +749,25 @@ class ProfileRecording(Model):
     problem: str | None = None  # why some or all tasks have no profile
 
 
+class SteadyThroughput(Model):
+    mean: float | None = None  # of Rally's throughput samples from the steady state's start on
+    unit: str | None = None
+
+
+class SteadyState(Model):
+    """Where a task's service times stopped settling (MSER-5 over its measured requests: analysis/
+    steadystate.py), and its figures from there on. Rally's own figures are left as they are."""
+
+    reached: bool
+    samples: int  # the task's measured requests (Rally's warm-up left out, as in its figures)
+    start_sample: int | None = None  # the first kept, in time order
+    start_seconds: float | None = None  # since the task's start (Rally's warm-up included), as Rally counts
+    kept: int | None = None
+    service_time: Percentiles | None = None  # of the kept requests, interpolated as Rally does
+    throughput: SteadyThroughput | None = None
+    problem: str | None = None  # why none was found
+
+
 class TaskResult(Model):
     task: str
     operation: str | None = None
@@ -760,6 +780,7 @@ class TaskResult(Model):
     end: str | None = None  # the last worker finishing it (warm-up included in between)
     resources: TaskResources | None = None
     profile: TaskProfile | None = None
+    steady_state: SteadyState | None = None
 
 
 class ClusterResult(Model):
@@ -976,7 +997,8 @@ SWEEP_PLURAL = "experimentsweeps"
 # handed, and code of the user's choice), since the runs are created by the operator, not by
 # that user. The matrix field's rules below and the operator's planner read both. An include
 # cell's fields are the keys of a map of free JSON values, which CEL cannot see (the API server
-# cannot type such a map for CEL): the planner refuses them, before any run, as InvalidSpec.
+# cannot type such a map for CEL): the chart's admission policy refuses them (on dyn values), and
+# the planner again, before any run, as InvalidSpec.
 SPEC_SECTIONS = ("elasticsearch", "index", "workload", "rally", "lifecycle", "profile")
 TEMPLATE_ONLY_FIELDS = ("target", "rally.image", "elasticsearch.image", "workload.source", "workload.repository")
 _SPEC_FIELD = rf"'^({'|'.join(SPEC_SECTIONS)})\\.[A-Za-z0-9_.-]+$'"

@@ -30,6 +30,9 @@ class Reason(StrEnum):
     JOB_DELETED = "JobDeleted"
     RESULTS_UNAVAILABLE = "ResultsUnavailable"
     RESULTS_UNREADABLE = "ResultsUnreadable"
+    CLUSTER_DISRUPTED = "ClusterDisrupted"
+    RALLY_POD_DELETED = "RallyPodDeleted"
+    RALLY_POD_EVICTED = "RallyPodEvicted"
     # The runner's classification of a failed race (its report, and the exit status of esbench run)
     TARGET_UNREACHABLE = "TargetUnreachable"
     TRACK_ERROR = "TrackError"
@@ -113,6 +116,13 @@ MEANINGS: dict[Reason, str] = {
     Reason.RESULTS_UNAVAILABLE: "the Rally pod vanished before its log was read",
     Reason.RESULTS_UNREADABLE: "the Rally pod's log holds report lines but no complete report this operator can read "
                                "(cut short, garbled, or from a runner of another version)",
+    Reason.CLUSTER_DISRUPTED: "an Elasticsearch pod was replaced, restarted, deleted or missing during a race that "
+                              "failed: the message names the pod and when, then the runner's own failure (a sweep "
+                              "retries the run)",
+    Reason.RALLY_POD_DELETED: "the Rally pod was deleted while the race ran: the message says when, then what the "
+                              "runner's log showed (a sweep retries the run)",
+    Reason.RALLY_POD_EVICTED: "the Rally pod was evicted (the eviction API, node pressure, preemption, a taint) while "
+                              "the race ran: the message gives Kubernetes' reason (a sweep retries the run)",
     Reason.TARGET_UNREACHABLE: "the runner could not reach Elasticsearch",
     Reason.TRACK_ERROR: "unknown track, challenge or track parameter",
     Reason.RACE_FAILED: "esrally failed",

@@ -22,7 +22,8 @@ import yaml
 from rich.console import Console
 from rich.markup import escape
 
-from esbench.analysis import compare, contrasts, profiles, stats
+from esbench.analysis import compare, contrasts, profiles
+from esbench.analysis.verdicts import Verdicts
 from esbench.api import models, validation
 from esbench.cli import credentials, history, local, localsweep, rendering, sources
 from esbench.history.localstore import LocalStore, default_path
@@ -246,7 +247,8 @@ def compare_command(inputs: tuple[str, ...], namespace: str | None, context: str
     if (paired or within) and not repeated:
         raise click.UsageError("--paired and --within compare repetitions: give --repeated too")
     if repeated:
-        _compare_repeated(entries, primary, format_, output, paired, within)
+        sweep = _sweep_verdicts(inputs, primary, paired, within)
+        _compare_repeated(entries, primary, format_, output, paired, within, sweep)
         return
     comparison = compare.compare(entries)
     if format_ == "table":
@@ -273,26 +275,40 @@ def _questions(primary: tuple[str, ...]) -> list[tuple[str, str]]:
     return questions
 
 
+def _sweep_verdicts(inputs: tuple[str, ...], primary: tuple[str, ...], paired: bool,
+                    within: tuple[str, ...]) -> Verdicts | None:
+    """What the sweep said, when the one input is a sweep's folder: compared as the sweep compared
+    (its baseline and its spec's statistics), not the first group against the rest."""
+    try:
+        document = sources.sweep_of_folder(inputs[0]) if len(inputs) == 1 else None
+    except sources.SourceError as error:
+        raise click.ClickException(str(error)) from error
+    sweep = Verdicts.of_sweep(document) if document else None
+    if sweep and (primary or paired or within):
+        raise click.UsageError(f"{inputs[0]} is sweep {sweep.sweep}'s folder: it is compared as the sweep did, "
+                               "with its spec's statistics; --primary, --paired and --within are for other runs")
+    return sweep
+
+
 def _compare_repeated(entries: list[compare.Entry], primary: tuple[str, ...], format_: str,
-                      output: Path | None, paired: bool, within: tuple[str, ...]) -> None:
+                      output: Path | None, paired: bool, within: tuple[str, ...], sweep: Verdicts | None) -> None:
     if format_ not in ("table", "json"):
         raise click.UsageError("--repeated prints a table or JSON")
-    questions = _questions(primary)
     try:
         groups = compare.repetition_groups(entries)
     except compare.NotComparable as error:
         raise click.UsageError(str(error)) from error
     if len(groups) < 2:
         raise click.UsageError("--repeated needs runs of at least two specs: every run given has the same spec")
-    try:
-        rows = stats.compare_groups(groups, questions, paired, within)
-    except compare.NotComparable as error:
-        raise click.UsageError(str(error)) from error
+    if sweep is None:
+        try:
+            sweep = Verdicts.of_groups(groups, _questions(primary), paired, within)
+        except compare.NotComparable as error:
+            raise click.UsageError(str(error)) from error
     warnings = compare.measurement_warnings(entries)
     if format_ == "json":
         text = json.dumps({"groups": {g.name: [e.label for e in g.entries] for g in groups},
-                           "corrections": stats.corrections(rows), "comparison": stats.to_wire(rows),
-                           "warnings": warnings}, indent=2)
+                           "corrections": sweep.corrections, "comparison": sweep.rows, "warnings": warnings}, indent=2)
         output.write_text(text + "\n") if output else sys.stdout.write(text + "\n")
         return
     with open(output, "w") if output else contextlib.nullcontext(None) as file:
@@ -300,8 +316,7 @@ def _compare_repeated(entries: list[compare.Entry], primary: tuple[str, ...], fo
         for group in groups:
             console.print(f"{group.name}: {', '.join(escape(e.label) for e in group.entries)}", highlight=False,
                           soft_wrap=True)
-        baselines = ", ".join(dict.fromkeys(stats.group_baselines(groups, within).values()))
-        console.print(rendering.comparison_statistics(baselines, stats.corrections(rows), stats.to_wire(rows)))
+        console.print(rendering.comparison_statistics(", ".join(sweep.baselines), sweep.corrections, sweep.rows))
         rendering.print_warnings(console, warnings)
 
 
@@ -337,12 +352,15 @@ def show_command(inputs: tuple[str, ...], namespace: str | None, context: str | 
 @_namespace
 @_context
 @click.option("--format", "format_", type=click.Choice(["table", "json"]), default="table", show_default=True)
-def sweep_command(sweep: str, namespace: str | None, context: str | None, format_: str) -> None:
-    """Show an ExperimentSweep: progress, cells, the comparison against the baseline, gates.
+@click.option("--all", "every_row", is_flag=True,
+              help="Every comparison, also the exploratory ones without a Better or Worse.")
+def sweep_command(sweep: str, namespace: str | None, context: str | None, format_: str, every_row: bool) -> None:
+    """Show an ExperimentSweep: the comparison against the baseline, gates, order effect, cells.
 
     SWEEP is the name of an ExperimentSweep in the current kube context, a file written by
-    `kubectl get esxs NAME -o yaml`, or the folder `esbench run SWEEP.yaml` writes. --format json
-    prints status.comparison as it is.
+    `kubectl get esxs NAME -o yaml`, or the folder `esbench run SWEEP.yaml` writes. The table
+    shows the primary questions and the exploratory comparisons with a Better or Worse (--all:
+    every one). --format json prints status.comparison as it is.
     """
     try:
         document = sources.sweep(sweep, namespace, context)
@@ -352,7 +370,7 @@ def sweep_command(sweep: str, namespace: str | None, context: str | None, format
     if format_ == "json":
         sys.stdout.write(json.dumps(state.get("comparison", []), indent=2) + "\n")
         return
-    rendering.print_sweep(rendering.console(), document)
+    rendering.print_sweep(rendering.console(), document, every_row)
 
 
 # --- esbench report ------------------------------------------------------------------------
@@ -389,14 +407,7 @@ def report_command(inputs: tuple[str, ...], namespace: str | None, context: str 
     from esbench.analysis import html_report  # matplotlib: loaded only when a report is drawn
 
     entries = _load(inputs, namespace, context)
-    try:
-        document = sources.sweep_of_folder(inputs[0]) if len(inputs) == 1 else None
-    except sources.SourceError as error:
-        raise click.ClickException(str(error)) from error
-    sweep = html_report.Verdicts.of_sweep(document) if document else None
-    if sweep and (primary or paired or within):
-        raise click.UsageError(f"{inputs[0]} is sweep {sweep.sweep}'s folder: its report compares as the sweep did, "
-                               "with its spec's statistics; --primary, --paired and --within are for other runs")
+    sweep = _sweep_verdicts(inputs, primary, paired, within)
     if not entries:
         raise click.ClickException(f"{', '.join(inputs)}: no run with results to report on")
     try:
@@ -404,6 +415,9 @@ def report_command(inputs: tuple[str, ...], namespace: str | None, context: str 
                                    sweep=sweep)
     except compare.NotComparable as error:
         raise click.UsageError(str(error)) from error
+    for path in (html_path, markdown_path):
+        if path:
+            path.parent.mkdir(parents=True, exist_ok=True)  # a folder of its own, as the studies keep theirs
     if html_path:
         report.history = history.pages_for(entries, html_path)
         html_path.write_text(html_report.to_html(report, html_path.parent))

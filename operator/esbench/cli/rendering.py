@@ -17,7 +17,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
-from esbench.analysis import compare, foreignwrites, profiles, stats
+from esbench.analysis import compare, foreignwrites, profiles, stats, steadystate
 from esbench.analysis.compare import Comparison, Section, format_value, unit_label
 from esbench.api import models
 
@@ -153,6 +153,9 @@ def results_tables(results: models.Results) -> list[Table]:
         for t in with_resources:
             spent.add_row(t.task, *[format_value(getattr(t.resources, attribute), unit) for _, attribute, unit in columns])
         tables.append(spent)
+    steady = [t for t in results.tasks if t.steady_state and not steadystate.too_short(t.steady_state)]
+    if steady:
+        tables.append(steady_state_table(steady))
     with_files = [t for t in with_resources if t.resources.index_files]
     if with_files:
         tables.append(index_files_table(with_files))
@@ -195,6 +198,26 @@ def results_tables(results: models.Results) -> list[Table]:
             top.add_row(t.task, str(t.profile.samples), frames, end_section=True)
         tables.append(top)
     return tables
+
+
+def steady_state_table(tasks: list[models.TaskResult]) -> Table:
+    """Per task, where its service times stopped settling and its figures from there on."""
+    table = Table(title="Steady state", title_justify="left", caption_justify="left",
+                  caption="MSER-5 over each task's measured requests; began: since the task's start (Rally's "
+                          "warm-up included); figures of the requests kept; Rally's own figures above are unchanged")
+    for header in ("task", "began", "kept", "service p50", "service p99", "throughput mean"):
+        table.add_column(header, justify="left" if header == "task" else "right", no_wrap=True)
+    for t in tasks:
+        state = t.steady_state
+        assert state is not None
+        if not state.reached:
+            table.add_row(t.task, "[yellow]none[/]", f"0 of {state.samples:,}", "–", "–", "–")
+            continue
+        service = state.service_time or models.Percentiles()
+        table.add_row(t.task, f"{state.start_seconds:,.1f} s", f"{state.kept:,} of {state.samples:,}",
+                      format_value(service.p50, service.unit), format_value(service.p99, service.unit),
+                      format_value(state.throughput.mean, state.throughput.unit) if state.throughput else "–")
+    return table
 
 
 # The index files a study of the page cache asks about first, in this order; others follow.
@@ -252,7 +275,8 @@ def print_document_summary(console: Console, document: dict[str, Any]) -> None:
             console.print(table)
     if results and results.environment:
         console.print(f"environment: {escape(describe_environment(results.environment))}", highlight=False, soft_wrap=True)
-    print_warnings(console, foreignwrites.warnings(results) if results else [])  # what makes its figures suspect
+    # What makes its figures suspect.
+    print_warnings(console, foreignwrites.warnings(results) + steadystate.warnings(results) if results else [])
     colour = "green" if state["phase"] == models.Phase.SUCCEEDED.value else "red"
     console.print(f"[{colour}]{state['phase']}[/] ({escape(state['reason'])}): {escape(state['message'])}",
                   highlight=False, soft_wrap=True)
@@ -290,29 +314,42 @@ def comparison_table(comparison: Comparison) -> Table:
     return table
 
 
-def print_sweep(console: Console, document: dict[str, Any]) -> None:
-    """A sweep as `esbench sweep` shows it: where it stands, where a run's time goes, its cells
-    and comparison, its gates."""
+def print_sweep(console: Console, document: dict[str, Any], every_row: bool = False) -> None:
+    """A sweep as `esbench sweep` shows it, the answer first: where it stands, its primary
+    questions, its gates and order effect, the exploratory comparisons that found a difference
+    (every_row: all of them), then its cells and where a run's time goes. Fits 100 columns."""
     state = document.get("status") or {}
     progress = state.get("progress") or {}
     console.print(f"[bold]{escape(document['metadata']['name'])}[/]: {state.get('phase', 'not started')} "
                   f"({escape(state.get('reason', ''))}) {progress.get('summary', '')} runs finished; "
                   f"{escape(state.get('message', ''))}", highlight=False, soft_wrap=True)
+    baselines = [cell["id"] for cell in state.get("cells", []) if cell.get("baseline")] or [state.get("baseline", "?")]
+    rows = state.get("comparison", [])
+    shown = rows if every_row else [r for r in rows if r.get("family") == "primary" or _decided(r)]
+    if shown:
+        console.print(comparison_statistics(", ".join(baselines), state.get("corrections") or {}, shown))
+    folded = len(rows) - len(shown)
+    if folded:
+        console.print(f"{folded} exploratory comparison(s) without a Better or Worse are not shown: "
+                      "all of them with --all, --format json or esbench report.", style="dim")
+    for gate in state.get("gates", []):
+        console.print(_gate_line(gate), highlight=False)
+    order = next((c for c in state.get("conditions") or [] if c.get("type") == "OrderEffect"), None)
+    if order:
+        colour = "yellow" if order.get("status") == "True" else "green"
+        console.print(f"order: [{colour}]{order['reason']}[/] {escape(order.get('message', ''))}", highlight=False)
+    for table in sweep_tables(document):
+        console.print(table)
     spent = state.get("timing")
     if spent:
         share = spent["overheadSeconds"] / spent["runSeconds"] * 100 if spent["runSeconds"] else 0
         console.print(f"a run (median of {spent['runs']}): {spent['runSeconds']:.0f} s, of which Rally's tasks "
                       f"{spent['taskSeconds']:.0f} s and overhead {spent['overheadSeconds']:.0f} s ({share:.0f} %)",
                       highlight=False, soft_wrap=True)
-    for table in sweep_tables(document):
-        console.print(table)
-    for gate in state.get("gates", []):
-        console.print(_gate_line(gate), highlight=False, soft_wrap=True)
-    order = next((c for c in state.get("conditions") or [] if c.get("type") == "OrderEffect"), None)
-    if order:
-        colour = "yellow" if order.get("status") == "True" else "green"
-        console.print(f"order: [{colour}]{order['reason']}[/] {escape(order.get('message', ''))}", highlight=False,
-                      soft_wrap=True)
+
+
+def _decided(row: dict[str, Any]) -> bool:
+    return any(c["verdict"] in ("Better", "Worse") for c in row["cells"])
 
 
 def _gate_line(gate: dict[str, Any]) -> str:
@@ -322,24 +359,25 @@ def _gate_line(gate: dict[str, Any]) -> str:
 
 
 VERDICT_STYLES = {"Better": "green", "Worse": "red", "Equivalent": "cyan", "Baseline": "bold"}
+RUN_COUNTS = ("succeeded", "failed", "running", "pending")
 
 
 def sweep_tables(document: dict[str, Any]) -> list[Table]:
-    """A sweep's cells, then its comparison: per task, metric and contender, the baseline's and the
-    contender's medians, the change with its interval, the p-values and the verdict."""
+    """A sweep's cells (their runs so far, and why a cell got no further round), then each cell's
+    within-race contrasts."""
     state = document.get("status") or {}
-    cells = Table(title="Cells", title_justify="left")
+    cells = Table(title="Cells", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     stops = any("stopped" in cell for cell in state.get("cells", []))  # rounds until the answer is clear
-    for column in ("cell", "values", "succeeded", "failed", "running", "pending", "cluster", *(["stopped"] * stops)):
-        cells.add_column(column, justify="right" if column in ("succeeded", "failed", "running", "pending") else "left")
+    longest = max((len(cell["label"]) for cell in state.get("cells", [])), default=0)
+    for column in ("cell", "values", "runs", "cluster", *(["stopped"] * stops)):
+        cells.add_column(column, overflow="fold", no_wrap=column in ("cell", "runs"),
+                         min_width=min(longest, 36) if column == "values" else None)
     for cell in state.get("cells", []):
         name = f"{cell['id']} (baseline)" if cell.get("baseline") else cell["id"]
-        cells.add_row(name, escape(cell["label"]), *[str(cell.get(k, 0)) for k in ("succeeded", "failed", "running",
-                                                                                  "pending")], cell.get("cluster", "–"),
+        runs = ", ".join(f"{cell[k]} {k}" for k in RUN_COUNTS if cell.get(k)) or "none yet"
+        cells.add_row(name, escape(cell["label"]), runs, cell.get("cluster", "–"),
                       *([escape(cell.get("stopped", ""))] * stops))
-    baselines = [cell["id"] for cell in state.get("cells", []) if cell.get("baseline")] or [state.get("baseline", "?")]
-    tables = [cells, comparison_statistics(", ".join(baselines), state.get("corrections") or {},
-                                           state.get("comparison", []))]
+    tables = [cells]
     for contrast in state.get("contrasts", []):
         title = (f"{contrast['cell']}: contrast {contrast['name']}, against task {contrast['baseline']} over the "
                  f"cell's runs{corrected(contrast.get('corrections') or {})}")
@@ -361,43 +399,57 @@ def comparison_statistics(baseline: str, corrections: dict[str, Any], rows: list
 
 def statistics_table(title: str, subject: str, rows: list[dict[str, Any]], contender: str = "cell") -> Table:
     """Rows in stats.to_wire form, one line per contender (a cell, or a task of a contrast), as
-    Rally lays out a comparison: the baseline's and the contender's medians, the change with its
-    interval at the adjusted level, the raw and adjusted p-values and the verdict. Primary
-    questions (marked *) first; the numbers of runs are the cells'. The contender's column (a
-    cell, or a contrast's task) is left out when a sweep has only one."""
+    Rally lays out a comparison: the baseline's and the contender's estimates, the change with its
+    interval at the adjusted level, the raw and adjusted p-values and the verdict. Each task heads
+    its metrics (with their units); primary questions (marked *) first. The
+    contender's column (a cell, or a contrast's task) is left out when a sweep has only one. The
+    numbers never wrap; the question and the verdict's notes do, so that it fits 100 columns."""
     contender_ids = {c["cell"] for row in rows for c in row["cells"] if c["verdict"] != "Baseline"}
     named = len(contender_ids) > 1 or contender != "cell"
-    columns = (subject, "metric", *([contender] if named else []), "baseline", "contender", "unit",
+    columns = (f"{subject}: metric", *([contender] if named else []), "baseline", "contender",
                "change [interval]", "p raw/adj.", "verdict")
-    table = Table(title=escape(title), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+    table = Table(title=escape(title), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1, 0, 0),
                   caption=escape("baseline, contender: geometric means of the runs (medians where a run has 0). "
                                  "change: their ratio (Hodges-Lehmann's with MannWhitneyU); where a run has 0, the "
                                  "difference of means in % of the baseline's. [interval] at the corrected level; p "
-                                 "raw/adjusted. Significant uncorrected: an Inconclusive change whose uncorrected "
-                                 "interval excludes no change; declared primary, it would be tested alone. † the "
-                                 "largest of a run's requests: it moves with their number."),
+                                 "raw/adjusted. ~N runs: a rough guide to the runs a verdict would take. Significant "
+                                 "uncorrected: an Inconclusive change whose uncorrected interval excludes no change; "
+                                 "declared primary, it would be tested alone. † the largest of a run's requests: it "
+                                 "moves with their number."),
                   caption_justify="left")
+    rows = sorted(rows, key=lambda r: r.get("family") != "primary")
+    metrics = [_metric_label(row) for row in rows]
+    numbers = ("baseline", "contender", "change [interval]", "p raw/adj.")
+    # Fixed, so that only the verdict's notes wrap: the metric's name whole, its unit may go below.
+    first_width = min(max((len(r["metric"]) + 2 for r in rows), default=0), 19)
     for column in columns:
-        justify = "right" if column in ("baseline", "contender", "change [interval]", "p raw/adj.") else "left"
-        table.add_column(column, justify=justify, overflow="fold", no_wrap=column in ("change [interval]", "p raw/adj."))
-    for row in sorted(rows, key=lambda r: r.get("family") != "primary"):
+        table.add_column(column, justify="right" if column in numbers else "left", overflow="fold",
+                         no_wrap=column in numbers or column == contender,
+                         width=first_width if column == columns[0] else None)
+    for index, (row, metric) in enumerate(zip(rows, metrics, strict=True)):
+        if index == 0 or rows[index - 1]["subject"] != row["subject"]:
+            table.add_row(Text(row["subject"], style="bold"))
+        following = rows[index + 1]["subject"] if index + 1 < len(rows) else None
         contenders = stats.contenders(row)
-        label = row["metric"] + (" *" if row.get("family") == "primary" else "") + (
-            " †" if row.get("followsRequestCount") else "")
         for position, (baseline, found) in enumerate(contenders):
-            p_values = stats.p_values_text(found)
             verdict = Text(found["verdict"], style=VERDICT_STYLES.get(found["verdict"], "dim"))
-            if found.get("runsNeeded"):
-                verdict.append(f" ~{found['runsNeeded']} runs", style="dim")
-            if found.get("noisy"):
-                verdict.append(" noisy", style="yellow")
-            if stats.uncorrected_hint(found):
-                verdict.append(" (significant uncorrected)", style="yellow")
+            notes = [*([f"~{found['runsNeeded']} runs"] if found.get("runsNeeded") else []),
+                     *(["noisy"] if found.get("noisy") else []),
+                     *(["significant uncorrected"] if stats.uncorrected_hint(found) else [])]
+            if notes:
+                verdict.append(" " + ", ".join(notes), style="yellow" if len(notes) > 1 or found.get("noisy") else "dim")
             cell = [stats.contender_label(found)] if named else []
-            table.add_row(row["subject"] if position == 0 else "", label if position == 0 else "", *cell,
-                          _estimate(baseline), _estimate(found), unit_label(row.get("unit")), stats.change_text(found),
-                          p_values, verdict, end_section=position == len(contenders) - 1)
+            last = position == len(contenders) - 1
+            table.add_row(metric if position == 0 else "", *cell, _estimate(baseline), _estimate(found),
+                          stats.change_text(found), stats.p_values_text(found), verdict,
+                          end_section=last and (following != row["subject"] or len(contenders) > 1))
     return table
+
+
+def _metric_label(row: dict[str, Any]) -> str:
+    unit = unit_label(row.get("unit"))
+    return (row["metric"] + (f" ({unit})" if unit else "") + (" *" if row.get("family") == "primary" else "")
+            + (" †" if row.get("followsRequestCount") else ""))
 
 
 def _estimate(found: dict[str, Any] | None) -> str:

@@ -9,6 +9,7 @@ name of an Experiment in the current kube context's namespace (or --namespace).
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -120,8 +121,12 @@ def sweep(argument: str, namespace: str | None = None, context: str | None = Non
 
 
 def sweep_runs(path: Path) -> list[Path] | None:
-    """The run files of a local sweep's folder (`esbench run SWEEP.yaml -o FOLDER`); None if path is not one."""
-    return sorted((path / RUNS).glob("*.json")) if path.is_dir() and (path / RUNS).is_dir() else None
+    """The run files of a local sweep's folder (`esbench run SWEEP.yaml -o FOLDER`), by cell, round
+    and attempt (r2 before r10); None if path is not one."""
+    if not (path.is_dir() and (path / RUNS).is_dir()):
+        return None
+    return sorted((path / RUNS).glob("*.json"), key=lambda file: [int(part) if part.isdigit() else part
+                                                                   for part in re.split(r"(\d+)", file.name)])
 
 
 def sweep_of_folder(argument: str) -> dict[str, Any] | None:

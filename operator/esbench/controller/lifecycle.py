@@ -29,7 +29,7 @@ from esbench.api.models import (
 )
 from esbench.api.race_report import RaceReport, UnreadableReport, decode_report
 from esbench.api.reasons import Reason
-from esbench.controller import platform
+from esbench.controller import disruption, platform
 from esbench.controller.config import Settings
 from esbench.controller.kube import KindNotServed, Kube, Rejected
 from esbench.controller.reconciling import ECK_NOT_INSTALLED, EventSink, KeyedLocks, delete_cluster
@@ -255,19 +255,20 @@ class Reconciler:
             return self._finish(body, experiment, False, Reason.RACE_TIMEOUT, f"The race did not finish within {timeout}s")
         pod, log = race_output.result() if race_output else self._race_output(experiment.namespace, job_name)
         if pod is None:
-            return self._finish(body, experiment, False, Reason.RESULTS_UNAVAILABLE, f"The pod of Job {job_name} is gone")
+            return self._race_failed(body, experiment, None, Reason.RESULTS_UNAVAILABLE,
+                                     f"The pod of Job {job_name} is gone")
         # Read while the report is decoded and stored. (Wasted on a race that ends without results,
         # which is rare.)
         environment = self.side_reads.submit(self._kubernetes_environment, experiment, pod)
         try:
             report = decode_report(log)
         except UnreadableReport as error:
-            return self._finish(body, experiment, False, Reason.RESULTS_UNREADABLE, f"Rally Job {job_name}: {error}")
+            return self._race_failed(body, experiment, pod, Reason.RESULTS_UNREADABLE, f"Rally Job {job_name}: {error}")
         if report is None:
             exit_code = _exit_code(pod)
             message = f"Rally Job {job_name} ended (exit code {exit_code}) without a report. Log tail:\n"
-            return self._finish(body, experiment, False, Reason.JOB_FAILED, message + status.log_excerpt(log))
-        return self._collect(body, experiment, report, environment)
+            return self._race_failed(body, experiment, pod, Reason.JOB_FAILED, message + status.log_excerpt(log))
+        return self._collect(body, experiment, report, environment, pod)
 
     def _race_output(self, namespace: str, job_name: str) -> tuple[dict[str, Any] | None, str | None]:
         """The pod of an ended Job (None when it is gone) and its log."""
@@ -279,8 +280,25 @@ class Reconciler:
         except Exception as error:  # the kubelet may be briefly unreachable: try again on resync
             raise RetryLater(f"Cannot read the log of {pod['metadata']['name']} yet: {error}") from error
 
+    def _race_failed(self, body: dict[str, Any], experiment: manifests.Experiment, pod: dict[str, Any] | None,
+                     reason: str, message: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Ends a race that failed as REASON, MESSAGE (the runner's view), or with the cause its
+        pods show instead (disruption.py), read now: the Rally POD, the cluster and its pods. A
+        cluster that cannot be read now is left out: the runner's failure is still worth saying."""
+        cluster, es, es_pods = experiment.cluster, None, []
+        if cluster:
+            try:
+                es = self.kube.get_elasticsearch(experiment.namespace, cluster)
+                es_pods = self.kube.cluster_pods(experiment.namespace, cluster)
+            except Exception:  # whatever the API layer raised: the runner's view stands
+                cluster = None
+        facts = disruption.RaceFacts((body.get("status") or {}).get("clusterReadyTime"), pod, cluster, es, es_pods)
+        reason, message = disruption.cause(facts, reason, message)
+        return self._finish(body, experiment, False, reason, message, extra)
+
     def _collect(self, body: dict[str, Any], experiment: manifests.Experiment, report: RaceReport,
-                 kubernetes: Future[tuple[KubernetesEnvironment, Exception | None]]) -> dict[str, Any]:
+                 kubernetes: Future[tuple[KubernetesEnvironment, Exception | None]],
+                 pod: dict[str, Any]) -> dict[str, Any]:
         extra: dict[str, Any] = {}
         # The results in the status matter more than the full race.json and the profiles beside them.
         if report.race_json is not None:
@@ -308,7 +326,7 @@ class Reconciler:
             return self._finish(body, experiment, True, Reason.RACE_SUCCEEDED, "Race finished; results collected", extra)
         failure = report.failure
         reason, message = (failure.kind.value, failure.message) if failure else (Reason.RACE_FAILED, "Race failed")
-        return self._finish(body, experiment, False, reason, status.redact(message), extra)
+        return self._race_failed(body, experiment, pod, reason, status.redact(message), extra)
 
     def _keep(self, body: dict[str, Any], configmap: dict[str, Any], not_stored: Reason) -> str | None:
         """CONFIGMAP created, its name; else None, said in a Warning Event (NOT_STORED). One of that

@@ -251,69 +251,27 @@ def start(
     # Not under pytest's tmp_path: those folders are 0700 root and the ES user could not enter.
     base = Path(base_dir) if base_dir else Path(tempfile.mkdtemp(prefix=f"esbench-es-{version}-"))
     base.mkdir(parents=True, exist_ok=True)
-    if home is None:
-        home = unpack(distribution_zip(version, cache), base / "dist")
-    else:  # a copy: Elasticsearch's launcher runs in its home and writes logs/gc.log there
-        home = Path(shutil.copytree(Path(home).resolve(), base / "dist" / Path(home).name, symlinks=True))
-    # A full distribution bundles its JDK; the integ-test-zip does not.
-    jdk = None if (home / "jdk").is_dir() and not os.environ.get("ES_JAVA_HOME") else java_home(version)
+    home, jdk = _distribution(version, cache, home, base)
     java_env = {"ES_JAVA_HOME": str(jdk)} if jdk else {}
-    if rootendpoint.lacks_root_endpoint(home):
-        rootendpoint.install(home, jdk or home / "jdk")
     config, data, logs = base / "config", base / "data", base / "logs"
     shutil.copytree(home / "config", config)  # ES writes its keystore into the config folder
     data.mkdir()
     logs.mkdir()
-
+    (base / "tmp").mkdir()
     username = password = ca_file = None
     if secure:
-        _make_certificates(config / "certs")
-        username, password = "esbench", secrets.token_urlsafe(18)
-        # File realm user, written straight into the config the node will read. The password
-        # goes in on stdin (the tool asks for it twice), never on a command line others can read.
-        subprocess.run(
-            [str(home / "bin" / "elasticsearch-users"), "useradd", username, "-r", "superuser"],
-            input=f"{password}\n{password}\n", text=True,
-            env={**os.environ, **java_env, "ES_PATH_CONF": str(config)},
-            check=True, capture_output=True,
-        )
+        username, password = _superuser(home, config, java_env)
         ca_file = str(config / "certs" / "ca.crt")
-
     as_root = os.geteuid() == 0
     if as_root:
-        ensure_system_user(user)
-        base.chmod(0o755)
-        shutil.chown(base, user, user)
-        for root, dirs, files in os.walk(base):
-            for name in dirs + files:
-                shutil.chown(os.path.join(root, name), user, user)
+        _hand_over(base, user)
     if snapshot_repository is not None:
         snapshot_repository.mkdir(parents=True, exist_ok=True)
         if as_root:  # what the node writes inside is its own
             shutil.chown(snapshot_repository, user, user)
 
-    http_port, transport_port = free_port(), free_port()
-    settings = {
-        "discovery.type": "single-node",
-        "network.host": "127.0.0.1",
-        "http.port": http_port,
-        "transport.port": transport_port,
-        "path.data": data,
-        "path.logs": logs,
-        # Set from the very first start: otherwise 8.x rewrites its config for TLS itself.
-        "xpack.security.enabled": str(secure).lower(),
-        DISK_THRESHOLD: "false",
-    }
-    if snapshot_repository is not None:
-        settings["path.repo"] = snapshot_repository
-    if secure:
-        settings.update({
-            "xpack.security.http.ssl.enabled": "true",
-            "xpack.security.http.ssl.key": config / "certs" / "http.key",
-            "xpack.security.http.ssl.certificate": config / "certs" / "http.crt",
-            "xpack.security.http.ssl.certificate_authorities": config / "certs" / "ca.crt",
-        })
-    settings.update(extra_settings or {})
+    http_port = free_port()
+    settings = {**_node_settings(http_port, data, logs, config, secure, snapshot_repository), **(extra_settings or {})}
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         **java_env,
@@ -321,9 +279,6 @@ def start(
         "ES_JAVA_OPTS": f"-Xms{heap} -Xmx{heap}",
         "ES_TMPDIR": str(base / "tmp"),
     }
-    (base / "tmp").mkdir()
-    if as_root:
-        shutil.chown(base / "tmp", user, user)
     command = [str(home / "bin" / "elasticsearch"), "-p", str(base / PID_FILE)]
     command += [f"-E{k}={v}" for k, v in settings.items()]
     if as_root:
@@ -348,6 +303,71 @@ def start(
         cluster.stop(keep_files=True)
         raise
     return cluster
+
+
+def _distribution(version: str, cache: Path | None, home: Path | None, base: Path) -> tuple[Path, Path | None]:
+    """The distribution's home under base (the integ-test-zip, or a copy of home) and the JDK to
+    run it with (None: its own bundled one)."""
+    if home is None:
+        home = unpack(distribution_zip(version, cache), base / "dist")
+    else:  # a copy: Elasticsearch's launcher runs in its home and writes logs/gc.log there
+        home = Path(shutil.copytree(Path(home).resolve(), base / "dist" / Path(home).name, symlinks=True))
+    # A full distribution bundles its JDK; the integ-test-zip does not.
+    jdk = None if (home / "jdk").is_dir() and not os.environ.get("ES_JAVA_HOME") else java_home(version)
+    if rootendpoint.lacks_root_endpoint(home):
+        rootendpoint.install(home, jdk or home / "jdk")
+    return home, jdk
+
+
+def _superuser(home: Path, config: Path, java_env: dict[str, str]) -> tuple[str, str]:
+    """Certificates from a private CA in config/certs, and a superuser of the file realm with a
+    random password: what ECK sets up."""
+    _make_certificates(config / "certs")
+    username, password = "esbench", secrets.token_urlsafe(18)
+    # File realm user, written straight into the config the node will read. The password goes in
+    # on stdin (the tool asks for it twice), never on a command line others can read.
+    subprocess.run(
+        [str(home / "bin" / "elasticsearch-users"), "useradd", username, "-r", "superuser"],
+        input=f"{password}\n{password}\n", text=True,
+        env={**os.environ, **java_env, "ES_PATH_CONF": str(config)},
+        check=True, capture_output=True,
+    )
+    return username, password
+
+
+def _hand_over(base: Path, user: str) -> None:
+    """Everything under base to the node's system user (root may not run Elasticsearch)."""
+    ensure_system_user(user)
+    base.chmod(0o755)
+    shutil.chown(base, user, user)
+    for root, dirs, files in os.walk(base):
+        for name in dirs + files:
+            shutil.chown(os.path.join(root, name), user, user)
+
+
+def _node_settings(http_port: int, data: Path, logs: Path, config: Path, secure: bool,
+                   snapshot_repository: Path | None) -> dict[str, Any]:
+    settings: dict[str, Any] = {
+        "discovery.type": "single-node",
+        "network.host": "127.0.0.1",
+        "http.port": http_port,
+        "transport.port": free_port(),
+        "path.data": data,
+        "path.logs": logs,
+        # Set from the very first start: otherwise 8.x rewrites its config for TLS itself.
+        "xpack.security.enabled": str(secure).lower(),
+        DISK_THRESHOLD: "false",
+    }
+    if snapshot_repository is not None:
+        settings["path.repo"] = snapshot_repository
+    if secure:
+        settings.update({
+            "xpack.security.http.ssl.enabled": "true",
+            "xpack.security.http.ssl.key": config / "certs" / "http.key",
+            "xpack.security.http.ssl.certificate": config / "certs" / "http.crt",
+            "xpack.security.http.ssl.certificate_authorities": config / "certs" / "ca.crt",
+        })
+    return settings
 
 
 def _memory_cgroup(limit_bytes: int | None, as_root: bool) -> MemoryCgroup | None:

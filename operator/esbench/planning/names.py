@@ -34,6 +34,11 @@ def es_node_set_service(cluster: str, node_set: str) -> str:
     return f"{cluster}-es-{node_set}"
 
 
+def es_pod_name(cluster: str, node_set: str, ordinal: int) -> str:
+    """ECK's pod ORDINAL of a node set (its StatefulSet's)."""
+    return f"{es_node_set_service(cluster, node_set)}-{ordinal}"
+
+
 def es_elastic_user_secret(cluster: str) -> str:
     return f"{cluster}-es-elastic-user"
 

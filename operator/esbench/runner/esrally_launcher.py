@@ -17,12 +17,23 @@ which ends the actor, and Rally aborts the race ("Worker [0] has exited prematur
 issue 68, open in 4.0.1, the version esrally 2.13 pins). Those walks go over a copy here. The
 file name keeps "esrally" on the command line, where Rally (and the runner) look for Rally
 processes.
+
+Rally's race.json keeps no request of a task, only its percentiles; its in-memory metrics store
+holds every one until the race ends. At the end of a race the coordinator writes each task's
+measured samples (service time, latency and throughput, against the task's relative time) to the
+file named by ESBENCH_SAMPLES_FILE, for the runner to find each task's steady state. A store that
+is not Rally's in-memory one (an Elasticsearch metrics store, set in rally.ini) has no such list,
+and no file is written: the runner says so.
 """
 
+import gzip
+import json
+import logging
+import os
 import sys
 import time
 
-from esrally import rally
+from esrally import racecontrol, rally
 from esrally.driver import driver
 from thespian.system.transport import TCPTransport
 
@@ -89,6 +100,42 @@ def _delete_transmits(transport):
 
 # A property, as the transport also replaces the whole dict with a new one.
 TCPTransport.TCPTransport._transmitIntents = property(_transmits, _set_transmits, _delete_transmits)
+
+SAMPLES_FILE = "ESBENCH_SAMPLES_FILE"  # runner/requestsamples.py's ENVIRONMENT
+SAMPLED = ("service_time", "latency", "throughput")
+
+
+def request_samples(docs):
+    """Per task and figure, its measured samples as {unit, seconds, values}; Rally's warm-up samples
+    are left out, as from its own figures."""
+    tasks = {}
+    for doc in docs:
+        if doc.get("name") not in SAMPLED or doc.get("sample-type") != "normal" or "task" not in doc:
+            continue
+        series = tasks.setdefault(doc["task"], {}).setdefault(
+            doc["name"], {"unit": doc.get("unit"), "seconds": [], "values": []})
+        series["seconds"].append(doc["relative-time"] / 1000)  # Rally stores milliseconds
+        series["values"].append(doc["value"])
+    return tasks
+
+
+_on_benchmark_complete = racecontrol.BenchmarkCoordinator.on_benchmark_complete
+
+
+def _on_benchmark_complete_keeping_samples(self, new_metrics):
+    _on_benchmark_complete(self, new_metrics)
+    path = os.environ.get(SAMPLES_FILE)
+    docs = getattr(self.metrics_store, "docs", None)  # closing the in-memory store keeps them
+    if not path or docs is None:
+        return
+    try:
+        with gzip.open(path, "wt") as samples:
+            json.dump({"tasks": request_samples(docs)}, samples)
+    except (OSError, TypeError, ValueError, KeyError):  # the race's own results stand without them
+        logging.getLogger(__name__).exception("esbench: the request samples could not be written to [%s]", path)
+
+
+racecontrol.BenchmarkCoordinator.on_benchmark_complete = _on_benchmark_complete_keeping_samples
 
 if __name__ == "__main__":
     sys.exit(rally.main())

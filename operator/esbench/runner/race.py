@@ -12,6 +12,7 @@ Work dir layout (everything the runner writes):
   client-options.json         0600: holds the password, read by Rally, never on a command line
   report.md                   Rally's summary table (it prints it to terminals only)
   node-stats.json             the _nodes/stats samples, each stamped with the local time it was read
+  samples.json.gz             each task's measured requests, as esrally_launcher.py kept them from Rally
   profiles/                   with spec.profile: per task, its collapsed stacks and flame graph
 """
 
@@ -40,7 +41,18 @@ from esbench.analysis import profiles
 from esbench.api import models, validation
 from esbench.api.race_report import Failure, RaceReport, encode_report
 from esbench.api.reasons import Reason
-from esbench.runner import allocation, corpus, environment, indexreuse, layout, nodestats, rally, results, taskwindows
+from esbench.runner import (
+    allocation,
+    corpus,
+    environment,
+    indexreuse,
+    layout,
+    nodestats,
+    rally,
+    requestsamples,
+    results,
+    taskwindows,
+)
 from esbench.runner.target import Target, Unreachable
 
 TRACKS_DIR = Path(__file__).parent / "tracks"
@@ -426,7 +438,9 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
     print(f"esbench: track params {json.dumps(params)}", file=out, flush=True)
     print(f"esbench: {' '.join(command)}", file=out, flush=True)
 
-    env = {**os.environ, "RALLY_HOME": str(rally_home)}
+    samples_file = work_dir / requestsamples.FILE
+    samples_file.unlink(missing_ok=True)  # a work dir reused: no earlier race's samples
+    env = {**os.environ, "RALLY_HOME": str(rally_home), requestsamples.ENVIRONMENT: str(samples_file)}
     # Rally needs none of them (it reads client-options.json): they stay out of its environment
     # and its children's.
     for name in ("ES_PASSWORD", "ES_PASSWORD_FILE", "ES_USERNAME"):
@@ -482,6 +496,10 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
     rally_log = rally_home / ".rally" / "logs" / "rally.log"
     windows = taskwindows.parse(rally_log.read_text(errors="replace")) if rally_log.exists() else {}
     attribute_to_tasks(summary, windows, samples, processors)
+    if race_json and "results" in race_json:
+        missing = requestsamples.attach_steady_states(summary, samples_file)
+        if missing:
+            print(f"esbench: {missing}", file=out, flush=True)
     if settings.profiler and status is None:  # what is left of raceTimeoutSeconds is for the report
         summary.profile = settings.profiler.recording.model_copy(update={"problem": "the race timed out: not profiled"})
     elif settings.profiler:
