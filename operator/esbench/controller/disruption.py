@@ -91,7 +91,8 @@ def cluster_disruption(facts: RaceFacts) -> tuple[Reason, str] | None:
         restart = _restart_since(pod, started)
         if restart:
             found.append(f"Elasticsearch pod {name} {restart}")
-    found += [f"Elasticsearch pod {name} is missing" for name in _expected_pods(facts) if name not in present]
+    if _short_of_nodes(facts):  # a pod not listed while ECK counts every node is no evidence of anything
+        found += [f"Elasticsearch pod {name} is missing" for name in _expected_pods(facts) if name not in present]
     if not found:
         return None
     return Reason.CLUSTER_DISRUPTED, "; ".join(found) + f". The race started at {facts.started}; {_eck_now(facts)}"
@@ -116,6 +117,14 @@ def _expected_pods(facts: RaceFacts) -> list[str]:
     return [names.es_pod_name(cluster, node_set["name"], i)
             for node_set in (facts.elasticsearch.get("spec") or {}).get("nodeSets") or []
             for i in range(node_set.get("count", 0))]
+
+
+def _short_of_nodes(facts: RaceFacts) -> bool:
+    """ECK counts fewer available nodes than the spec asks for (or the resource is gone)."""
+    if facts.elasticsearch is None:
+        return True
+    available = (facts.elasticsearch.get("status") or {}).get("availableNodes", 0)
+    return available < readiness.expected_nodes(facts.elasticsearch)
 
 
 def _eck_now(facts: RaceFacts) -> str:
