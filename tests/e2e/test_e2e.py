@@ -211,6 +211,8 @@ def test_quickstart_succeeds_with_sane_results_and_cleans_up_its_cluster(cluster
     for task in tasks.values():
         assert task["errorRate"] == 0, task
         assert task["throughput"]["median"] > 0, task
+        # The Rally pod's launcher kept each task's requests, and the runner looked for a steady state in them.
+        assert test_mode or task["steadyState"]["samples"] > 0, task
         # Rally reports a percentile only from enough samples: test mode's few requests give p100 alone.
         assert task["serviceTime"]["p100" if test_mode else "p50"] > 0 and task["serviceTime"]["unit"] == "ms", task
     assert tasks["index-append"]["throughput"]["unit"] == "docs/s"
