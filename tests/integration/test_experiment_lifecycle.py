@@ -66,6 +66,7 @@ def test_experiment_runs_to_success_with_rallys_numbers_in_status(
     rally = apis.batch.read_namespaced_job("happy-rally", namespace).spec.template.spec.containers[0]
     assert password not in json.dumps([rally.command, rally.args, [e.value for e in rally.env or []]])
     assert condition(benchmarking, "ClusterReady")["status"] == "True"
+    assert condition(benchmarking, "ClusterReady")["reason"] == "ClusterReady"  # Reason.CLUSTER_READY, as written
     assert benchmarking["status"]["clusterVersion"] == "8.15.3"
     assert benchmarking["status"]["jobName"] == "happy-rally"
     assert benchmarking["status"]["clusterUID"] == eck.get(namespace, "happy")["metadata"]["uid"]  # what the cleanup deletes

@@ -15,6 +15,7 @@ class Reason(StrEnum):
     PREVIOUS_CLUSTER_DELETING = "PreviousClusterDeleting"
     BENCHMARKING = "Benchmarking"
     RUNNING = "Running"
+    CLUSTER_READY = "ClusterReady"
     # An Experiment's end
     RACE_SUCCEEDED = "RaceSucceeded"
     INVALID_SPEC = "InvalidSpec"
@@ -88,6 +89,7 @@ MEANINGS: dict[Reason, str] = {
                                       "garbage collector: the Experiment waits in Pending, within "
                                       "clusterReadyTimeoutSeconds",
     Reason.BENCHMARKING: "the Rally Job runs",
+    Reason.CLUSTER_READY: "the ClusterReady condition's, once the cluster is ready: its message gives nodes and health",
     Reason.RUNNING: "the race runs (the BenchmarkComplete condition), or the sweep's runs go on",
     Reason.RACE_SUCCEEDED: "the race finished and its results are in status.results",
     Reason.INVALID_SPEC: "track params repeat spec.index or workload.load settings (the one rule CEL cannot check), "

@@ -262,7 +262,7 @@ def schedule_event(type: str | None, namespace: str, name: str, **_: Any) -> Non
 def _a_run_ended(type: str | None, body: kopf.Body, **_: Any) -> bool:
     """A schedule hears of its runs when one ends or goes: Forbid may start a waiting tick then,
     and the history limits may delete one."""
-    return type == "DELETED" or (body.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+    return type == "DELETED" or (body.get("status") or {}).get("phase") in models.TERMINAL_PHASES
 
 
 @kopf.on.event(models.GROUP, models.VERSION, models.PLURAL, labels={SCHEDULE_LABEL: kopf.PRESENT}, when=_a_run_ended)

@@ -217,7 +217,7 @@ class Reconciler:
             fields["clusterUID"] = es["metadata"]["uid"]
         body = self._update(
             body, Phase.BENCHMARKING, Reason.BENCHMARKING, message, fields,
-            (CLUSTER_READY, True, "ClusterReady", verdict.message),
+            (CLUSTER_READY, True, Reason.CLUSTER_READY, verdict.message),
             (BENCHMARK_COMPLETE, False, Reason.RUNNING, f"Rally race {experiment.race_id} is running"),
         )
         # A Job made before a crash may have ended meanwhile; one made now has not: its end comes
