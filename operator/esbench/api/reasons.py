@@ -89,8 +89,8 @@ MEANINGS: dict[Reason, str] = {
                                       "garbage collector: the Experiment waits in Pending, within "
                                       "clusterReadyTimeoutSeconds",
     Reason.BENCHMARKING: "the Rally Job runs",
-    Reason.CLUSTER_READY: "the ClusterReady condition's, once the cluster is ready: its message gives nodes and health",
     Reason.RUNNING: "the race runs (the BenchmarkComplete condition), or the sweep's runs go on",
+    Reason.CLUSTER_READY: "the ClusterReady condition's, once the cluster is ready: its message gives nodes and health",
     Reason.RACE_SUCCEEDED: "the race finished and its results are in status.results",
     Reason.INVALID_SPEC: "track params repeat spec.index or workload.load settings (the one rule CEL cannot check), "
                          "or a sweep cell is not a valid Experiment: final at once, never retried; a schedule whose cron "
