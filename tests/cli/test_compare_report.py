@@ -363,12 +363,12 @@ def _local_sweep_folder(folder: Path, sweep: dict[str, Any], throughput: Callabl
     moment = datetime(2026, 12, 1, tzinfo=UTC)
     runs: list[dict] = []
     while True:
-        rounds = sweepstate.with_rounds(plan, spec, runs)
-        document, _ = localsweep.sweep_document(stored, "uid", rounds, spec, runs, None, "2026-12-01T00:00:00Z")
+        decision = sweepstate.decide(plan, owner, runs, parallelism=1)
+        document, _ = localsweep.sweep_document(stored, "uid", decision, spec, None, "2026-12-01T00:00:00Z")
         out.write_sweep(document)
-        step = localsweep.pending(rounds.plan, spec, runs)
-        if step is None:
+        if not decision.starts:
             return document
+        step = decision.starts[0]
         cell, repetition = step.run.cell, step.run.repetition
         child = validation.admit(manifests.sweep_run_manifest(owner, cell.id, cell.label, cell.spec, repetition,
                                                               step.attempt, None))

@@ -34,7 +34,17 @@ def admitted(document: dict[str, Any] = SWEEP) -> tuple[dict[str, Any], models.S
     return stored, spec, grid.plan(spec, "codec", localsweep.NAMESPACE)
 
 
-def made(step: localsweep.Next, spec: models.SweepSpec, succeeded: bool = True, jitter: float = 0) -> dict[str, Any]:
+def decision(plan: grid.Plan, spec: models.SweepSpec, runs: list[dict[str, Any]]) -> sweepstate.Decision:
+    return sweepstate.decide(plan, manifests.Sweep("codec", localsweep.NAMESPACE, "uid", spec), runs, parallelism=1)
+
+
+def pending(plan: grid.Plan, spec: models.SweepSpec, runs: list[dict[str, Any]]) -> sweepstate.Start | None:
+    """The run `esbench run` makes next."""
+    starts = decision(plan, spec, runs).starts
+    return starts[0] if starts else None
+
+
+def made(step: sweepstate.Start, spec: models.SweepSpec, succeeded: bool = True, jitter: float = 0) -> dict[str, Any]:
     """The run's document as local.run leaves it (local.experiment_document), with Rally's figure."""
     sweep = manifests.Sweep("codec", localsweep.NAMESPACE, "uid", spec)
     child = validation.admit(manifests.sweep_run_manifest(
@@ -51,11 +61,11 @@ def test_runs_come_in_the_operators_plan_order_and_a_failed_one_is_retried_first
     _, spec, plan = admitted()
     runs: list[dict[str, Any]] = []
     order = []
-    while (step := localsweep.pending(plan, spec, runs)) is not None:
+    while (step := pending(plan, spec, runs)) is not None:
         order.append((step.run.cell.id, step.run.repetition, step.attempt))
         first_try_of_c1_r1 = (step.run.cell.id, step.run.repetition, step.attempt) == ("c1", 1, 1)
         runs.append(made(step, spec, succeeded=not first_try_of_c1_r1))
-        assert step.shared, "one elasticsearch spec and one track: one node for every run"
+        assert step.cluster, "one elasticsearch spec and one track: one node for every run"
     # Counterbalanced (the default): the seed gives c1 the first place in round 1, c0 in round 2.
     assert order == [("w0", 1, 1), ("c1", 1, 1), ("c1", 1, 2), ("c0", 1, 1), ("c0", 2, 1), ("c1", 2, 1)]
 
@@ -68,11 +78,11 @@ def test_an_interrupted_sweep_resumes_without_losing_or_repeating_a_run(tmp_path
     def go(stop_after: int | None) -> None:
         previous, runs = folder.read(stored)
         for _ in range(stop_after or 100):
-            document, _ = localsweep.sweep_document(stored, "uid", sweepstate.with_rounds(plan, spec, runs), spec, runs, previous,
+            document, _ = localsweep.sweep_document(stored, "uid", decision(plan, spec, runs), spec, previous,
                                                     "2026-11-26T10:00:00Z")
             folder.write_sweep(document)
             previous = document
-            step = localsweep.pending(plan, spec, runs)
+            step = pending(plan, spec, runs)
             if step is None:
                 return
             run = made(step, spec, jitter=next(made_runs))
@@ -95,7 +105,7 @@ def test_an_interrupted_sweep_resumes_without_losing_or_repeating_a_run(tmp_path
 def test_a_folder_of_another_spec_is_refused(tmp_path):
     stored, spec, plan = admitted()
     folder = localsweep.Folder(tmp_path)
-    document, _ = localsweep.sweep_document(stored, "uid", sweepstate.Rounds(plan, {}), spec, [], None,
+    document, _ = localsweep.sweep_document(stored, "uid", decision(plan, spec, []), spec, None,
                                             "2026-11-26T10:00:00Z")
     folder.write_sweep(document)
     other = copy.deepcopy(SWEEP)
@@ -108,9 +118,9 @@ def test_a_folder_of_another_spec_is_refused(tmp_path):
 def test_the_status_is_the_operators_and_the_exit_status_follows_gates_then_failures():
     stored, spec, plan = admitted()
     runs: list[dict[str, Any]] = []
-    while (step := localsweep.pending(plan, spec, runs)) is not None:
+    while (step := pending(plan, spec, runs)) is not None:
         runs.append(made(step, spec, jitter=step.run.repetition))
-    document, report = localsweep.sweep_document(stored, "uid", sweepstate.Rounds(plan, {}), spec, runs, None,
+    document, report = localsweep.sweep_document(stored, "uid", decision(plan, spec, runs), spec, None,
                                                     "2026-11-26T10:00:00Z")
     state = models.SweepStatus.model_validate(document["status"])
     assert state.phase == models.SweepPhase.SUCCEEDED and state.baseline == "c0"
@@ -121,13 +131,13 @@ def test_the_status_is_the_operators_and_the_exit_status_follows_gates_then_fail
     passing = copy.deepcopy(SWEEP)
     passing["spec"]["gates"][0]["maxRegressionPercent"] = 50
     stored, spec, plan = admitted(passing)
-    _, report = localsweep.sweep_document(stored, "uid", sweepstate.Rounds(plan, {}), spec, runs, None,
+    _, report = localsweep.sweep_document(stored, "uid", decision(plan, spec, runs), spec, None,
                                                     "2026-11-26T10:00:00Z")
     assert localsweep.exit_code(report) == 0
-    failing = [made(localsweep.Next(run, attempt, "", True), spec, succeeded=False)
+    failing = [made(sweepstate.Start(run, attempt, "", "codec-g0", {}), spec, succeeded=False)
                for run in plan.runs for attempt in (1, 2) if run.cell.id == "c1" and run.repetition == 2]
-    _, report = localsweep.sweep_document(stored, "uid", sweepstate.Rounds(plan, {}), spec,
-                                          [r for r in runs if "c1-r2" not in r["metadata"]["name"]] + failing, None,
+    _, report = localsweep.sweep_document(stored, "uid", decision(
+        plan, spec, [r for r in runs if "c1-r2" not in r["metadata"]["name"]] + failing), spec, None,
                                           "now")
     assert report.fields["phase"] == "Failed" and localsweep.exit_code(report) == localsweep.EXIT_RUNS_FAILED
 
@@ -141,7 +151,7 @@ def test_a_runs_document_keeps_its_cell_and_configuration_whatever_its_rounds_va
     document = copy.deepcopy(SWEEP)
     document["spec"]["perRound"] = [{"field": "workload.trackParams.query_seed", "values": [1, 2]}]
     _, spec, plan = admitted(document)
-    runs = [made(localsweep.Next(run, 1, "g0", True), spec) for run in plan.runs if run.cell.id == "c1"]
+    runs = [made(sweepstate.Start(run, 1, "g0", "codec-g0", {}), spec) for run in plan.runs if run.cell.id == "c1"]
     assert [r["spec"]["workload"]["trackParams"]["query_seed"] for r in runs] == [1, 2]
     annotations = [r["metadata"]["annotations"] for r in runs]
     assert annotations[0] == annotations[1] and annotations[0][models.CELL_LABEL] == 'index.codec="best_compression"'

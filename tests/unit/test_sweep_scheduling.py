@@ -48,6 +48,39 @@ def to_start(p: grid.Plan, children: list[dict[str, Any]], parallelism: int = 1,
     return [r.key for r in sweepstate.runs_to_start(p, by_key, sweepstate.groups(p, reuse), parallelism)]
 
 
+# --- one decision per look ---------------------------------------------------------------
+
+
+def test_a_decision_starts_runs_on_their_groups_cluster_and_its_report_lists_only_those_made():
+    spec = models.SweepSpec(template=TEMPLATE, matrix=[VERSIONS], order="Interleaved", warmupRuns=0, parallelism=2)
+    owner = manifests.Sweep("bench", "default", "sweep-uid", spec)
+    decision = sweepstate.decide(grid.plan(spec, "bench", "default"), owner, [])
+    assert [(s.run.key, s.attempt, s.cluster) for s in decision.starts] == [
+        (("c0", 1), 1, "bench-g0"), (("c1", 1), 1, "bench-g1")]
+    assert decision.starts[0].manifest["spec"]["target"] == {"elasticsearchRef": {"name": "bench-g0"}}
+    assert not decision.releases
+    # The second start refused (say, a quota): only the first is in status.runs, so the next look
+    # starts the second rather than count it as deleted.
+    runs = sweepstate.report(decision, spec, decision.starts[:1]).fields["runs"]
+    assert [(r["name"], r["phase"]) for r in runs] == [(decision.starts[0].manifest["metadata"]["name"], "Pending")]
+    assert sweepstate.report(decision, spec).fields["runs"] == []
+
+
+def test_a_decision_releases_a_groups_cluster_once_its_runs_ended_and_reuses_an_unchanged_comparison():
+    spec = models.SweepSpec(template=TEMPLATE, matrix=[CODECS], order="Interleaved", warmupRuns=0, repetitions=1)
+    owner = manifests.Sweep("bench", "default", "sweep-uid", spec)
+    p = grid.plan(spec, "bench", "default")
+    ended = [child("c0", 1, "Succeeded"), child("c1", 1, "Failed", "RaceFailed"),
+             child("c1", 1, "Failed", "RaceFailed", attempt=2)]
+    first = sweepstate.decide(p, owner, ended)
+    assert first.starts == [] and first.releases == [("bench-g0", True)]
+    again = sweepstate.decide(p, owner, ended, previous=first.comparison)
+    assert again.comparison is first.comparison, "no run succeeded since: the statistics are not made again"
+    assert sweepstate.decide(p, owner, ended[:1], previous=first.comparison).comparison is first.comparison
+    other = sweepstate.decide(p, owner, ended, previous=sweepstate.Comparison(("gone",), [], []))
+    assert other.comparison.succeeded == (ended[0]["metadata"]["name"],)
+
+
 # --- progress ------------------------------------------------------------------------------
 
 

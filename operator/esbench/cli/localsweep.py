@@ -14,7 +14,8 @@ The output folder holds what the operator would hold:
 Run again on the same folder, a sweep goes on where it stopped: a run with a file is not made
 again, and a run interrupted before it ended left no file, so it is made (once) again.
 
-`pending` and `sweep_document` are pure; `run` is the I/O around them.
+What to do next is the operator's own decision (sweepstate.decide), with parallelism 1;
+`sweep_document` is pure; `run` is the I/O around them.
 """
 
 from __future__ import annotations
@@ -88,41 +89,11 @@ def _write(path: Path, document: dict[str, Any]) -> None:
 # --- pure parts ----------------------------------------------------------------------------
 
 
-@dataclass
-class Next:
-    run: grid.Run
-    attempt: int
-    group: str
-    shared: bool  # the group's runs share one node
-
-
-def pending(plan: grid.Plan, spec: SweepSpec, runs: list[dict[str, Any]]) -> Next | None:
-    """The run to make next, one at a time as the operator would with parallelism 1 (`plan` with
-    the rounds the runs call for: sweepstate.with_rounds)."""
-    states = sweepstate.progress(plan, runs, spec.max_retries)
-    by_key = {s.run.key: s for s in states}
-    run_groups = sweepstate.groups(plan, spec.cluster_reuse)
-    starting = sweepstate.runs_to_start(plan, by_key, run_groups, 1)
-    if not starting:
-        return None
-    run = starting[0]
-    group = sweepstate.group_of(run, run_groups)
-    shared = group in sweepstate.shared_clusters(plan, run_groups, spec.cluster_reuse, "local")
-    return Next(run, len(by_key[run.key].attempts) + 1, group, shared)
-
-
-def sweep_document(stored: dict[str, Any], uid: str, rounds: sweepstate.Rounds, spec: SweepSpec,
-                   runs: list[dict[str, Any]], previous: dict[str, Any] | None, now: str
-                   ) -> tuple[dict[str, Any], sweepstate.StatusReport]:
+def sweep_document(stored: dict[str, Any], uid: str, decision: sweepstate.Decision, spec: SweepSpec,
+                   previous: dict[str, Any] | None, now: str) -> tuple[dict[str, Any], sweepstate.StatusReport]:
     """The ExperimentSweep with the status the operator would write for these runs."""
     name = stored["metadata"]["name"]
-    plan = rounds.plan
-    states = sweepstate.progress(plan, runs, spec.max_retries)
-    run_groups = sweepstate.groups(plan, spec.cluster_reuse)
-    clusters = sweepstate.shared_clusters(plan, run_groups, spec.cluster_reuse, name)
-    rows = sweepstate.comparison(plan, states, spec, rounds.looks)
-    report = sweepstate.status_report(plan, states, run_groups, clusters, spec, rows,
-                                      sweepstate.cell_contrasts(plan, states, spec), rounds.stopped, rounds.warmups)
+    report = sweepstate.report(decision, spec)
     before = (previous or {}).get("status") or {}
     report.fields["startTime"] = before.get("startTime") or now
     if report.complete:
@@ -211,16 +182,18 @@ def run(stored: dict[str, Any], spec: SweepSpec, options: local.Options, progres
     made = 0
     with _Nodes(options, progress) as nodes:
         while True:
-            rounds = sweepstate.with_rounds(plan, spec, runs)  # once per run: it compares the primary questions
-            document, report = sweep_document(stored, uid, rounds, spec, runs, previous, _now())
+            # Once per run, with parallelism 1: one run at a time, as the operator would.
+            decision = sweepstate.decide(plan, sweep, runs, parallelism=1)
+            document, report = sweep_document(stored, uid, decision, spec, previous, _now())
             out.write_sweep(document)
             previous = document
-            following = pending(rounds.plan, spec, runs)
-            if following is None:
+            if not decision.starts:
                 if options.history and (recorded := options.history.remember(document)):
                     progress.note(recorded)
                 return SweepOutcome(document, exit_code(report), made)
+            following = decision.starts[0]
             run_, attempt = following.run, following.attempt
+            # The local node stands in for the shared cluster: the run makes its own or uses the group's.
             manifest = manifests.sweep_run_manifest(sweep, run_.cell.id, run_.cell.label, run_.cell.spec,
                                                     run_.repetition, attempt, None)
             child = validation.admit(manifest)
@@ -232,7 +205,7 @@ def run(stored: dict[str, Any], spec: SweepSpec, options: local.Options, progres
                           f"{eta(durations, counts['runs'] - counts['succeeded'] - counts['failed'])}")
             started = time.monotonic()
             shared = None
-            if following.shared and not options.es_url:
+            if following.cluster and not options.es_url:
                 try:
                     shared = nodes.for_group(following.group, child_spec)
                 except local.ClusterNotReady as error:

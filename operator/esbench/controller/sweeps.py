@@ -24,7 +24,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from esbench.analysis import stats
 from esbench.api.models import (
     SWEEP_LABEL,
     SWEEP_TERMINAL_PHASES,
@@ -54,7 +53,7 @@ class SweepReconciler:
         self.emit = emit
         self.store = store
         self.locks = KeyedLocks()
-        self._comparisons: dict[str, tuple[tuple[str, ...], list[stats.Row], list[dict[str, Any]]]] = {}
+        self._comparisons: dict[str, sweepstate.Comparison] = {}
 
     def reconcile(self, namespace: str, name: str) -> None:
         with self.locks((namespace, name)):
@@ -85,43 +84,27 @@ class SweepReconciler:
             self._comparisons.pop(uid, None)
 
     def _step(self, body: dict[str, Any], sweep: manifests.Sweep, plan: grid.Plan) -> None:
-        spec = sweep.spec
+        """Decide (sweepstate.decide), then apply: start runs, release clusters, patch the status."""
         children = [child for child in self.kube.list_experiments(
             sweep.namespace, f"{SWEEP_LABEL}={sweep.name}") if _owned_by(child, sweep)]
         records = (body.get("status") or {}).get("runs") or []
-        rounds = sweepstate.with_rounds(plan, spec, children, records)
-        plan = rounds.plan
-        states = sweepstate.progress(plan, children, spec.max_retries, records)
-        by_key = {s.run.key: s for s in states}
-        run_groups = sweepstate.groups(plan, spec.cluster_reuse)
-        clusters = sweepstate.shared_clusters(plan, run_groups, spec.cluster_reuse, sweep.name)
-
+        decision = sweepstate.decide(plan, sweep, children, records, previous=self._comparisons.get(sweep.uid))
+        self._comparisons[sweep.uid] = decision.comparison
+        started: list[sweepstate.Start] = []
         not_started = None
         try:
-            for run in sweepstate.runs_to_start(plan, by_key, run_groups, spec.parallelism):
-                self._start(body, sweep, run, by_key[run.key], clusters.get(sweepstate.group_of(run, run_groups)))
+            for start in decision.starts:
+                self._start(body, sweep, start)
+                started.append(start)
         except KindNotServed:
             not_started = (Reason.ECK_NOT_INSTALLED, ECK_NOT_INSTALLED)
         except Rejected as rejected:  # e.g. a quota: said in the status until it is lifted
             not_started = (Reason.REJECTED, str(rejected))
-        for key, runs in run_groups.items():
-            if key in clusters and all(by_key[r.key].final for r in runs):
-                self._release(body, sweep, clusters[key], any(by_key[r.key].state == sweepstate.RunState.FAILED for r in runs))
+        for cluster, any_failed in decision.releases:
+            self._release(body, sweep, cluster, any_failed)
 
-        # Recomputed only when another run has succeeded: every run's end triggers several
-        # reconciles (its status patches), and the statistics are the expensive part.
-        succeeded = tuple(sorted(s.latest["metadata"]["name"] for s in states if s.state == sweepstate.RunState.SUCCEEDED))
-        cached = self._comparisons.get(sweep.uid)
-        if cached and cached[0] == succeeded:
-            rows, contrast_rows = cached[1], cached[2]
-        else:
-            rows = sweepstate.comparison(plan, states, spec, rounds.looks)
-            contrast_rows = sweepstate.cell_contrasts(plan, states, spec)
-        self._comparisons[sweep.uid] = (succeeded, rows, contrast_rows)
-        report = sweepstate.status_report(plan, states, run_groups, clusters, spec, rows, contrast_rows, rounds.stopped,
-                                          rounds.warmups)
-        started = (body.get("status") or {}).get("startTime") or status.now()
-        report.fields["startTime"] = started
+        report = sweepstate.report(decision, sweep.spec, started)
+        report.fields["startTime"] = (body.get("status") or {}).get("startTime") or status.now()
         if not_started and not report.complete:  # e.g. no ECK: say so rather than "0/4 runs finished"
             # Like an Experiment's cluster, what the sweep waits for may take clusterReadyTimeoutSeconds.
             give_up = status.waited(body, max(lifecycle_setting(cell.spec, "clusterReadyTimeoutSeconds")
@@ -149,25 +132,19 @@ class SweepReconciler:
 
     # --- steps ---
 
-    def _start(self, body: dict[str, Any], sweep: manifests.Sweep, run: grid.Run, state: sweepstate.Progress,
-               cluster: str | None) -> None:
-        if cluster:
+    def _start(self, body: dict[str, Any], sweep: manifests.Sweep, start: sweepstate.Start) -> None:
+        run = start.run
+        if start.cluster:
             es = Elasticsearch.model_validate(run.cell.spec["elasticsearch"])
             profile = run.cell.spec.get("profile")
             profiling = manifests.Profiling(Profile.model_validate(profile), self.settings.rally_image,
                                             self.settings.rally_image_pull_policy) if profile else None
             # Its runs share it: an index one of them builds, the others may restore.
             snapshots = bool((run.cell.spec.get("workload") or {}).get("reuseIndex"))
-            self.kube.create_elasticsearch(manifests.cluster_manifest(sweep, cluster, es, profiling, snapshots))
-        attempt = len(state.attempts) + 1
-        manifest = manifests.sweep_run_manifest(
-            sweep, run.cell.id, run.cell.label, run.cell.spec, run.repetition, attempt, cluster)
-        self.kube.create_experiment(manifest)
-        # Recorded in this reconcile's status patch: a run deleted before the next reconcile
-        # lists it is then a deleted attempt, not a run never started (and started again).
-        state.attempts.append(manifest)
-        retry = f" (attempt {attempt})" if attempt > 1 else ""
-        self.emit(body, "Normal", Reason.RUN_STARTED, f"{manifest['metadata']['name']}: cell {run.cell.id} "
+            self.kube.create_elasticsearch(manifests.cluster_manifest(sweep, start.cluster, es, profiling, snapshots))
+        self.kube.create_experiment(start.manifest)
+        retry = f" (attempt {start.attempt})" if start.attempt > 1 else ""
+        self.emit(body, "Normal", Reason.RUN_STARTED, f"{start.manifest['metadata']['name']}: cell {run.cell.id} "
                   f"({run.cell.label}), repetition {run.repetition}{retry}")
 
     def _release(self, body: dict[str, Any], sweep: manifests.Sweep, cluster: str, any_failed: bool) -> None:

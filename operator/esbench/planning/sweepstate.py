@@ -11,6 +11,7 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
 from esbench.analysis import compare, contrasts, ordereffect, stats
@@ -27,7 +28,7 @@ from esbench.api.models import (
     Workload,
 )
 from esbench.api.reasons import Reason
-from esbench.planning import grid, names, status
+from esbench.planning import grid, manifests, names, status
 
 COMPLETE = "Complete"
 
@@ -50,7 +51,7 @@ MAX_LISTED_FAILURES = 20
 TIMES = ("startTime", "completionTime")  # of a succeeded run, kept with its record for its overhead
 
 
-class RunState:
+class RunState(StrEnum):
     PENDING = "Pending"  # not started, or failed with a retry left
     RUNNING = "Running"
     SUCCEEDED = "Succeeded"
@@ -68,7 +69,7 @@ class Progress:
         return self.attempts[-1] if self.attempts else None
 
     @property
-    def state(self) -> str:
+    def state(self) -> RunState:
         if self.latest is None:
             return RunState.PENDING
         latest_status = self.latest.get("status") or {}
@@ -532,6 +533,82 @@ def _order_condition(effects: list[ordereffect.OrderEffect]) -> tuple[str, bool,
     if not tested:
         return None
     return ORDER_EFFECT, False, Reason.NO_ORDER_EFFECT, f"no order effect on {tested} primary figure(s)"
+
+
+@dataclass(frozen=True)
+class Start:
+    """A run to start now, as its attempt-th Experiment; on its group's shared cluster, if any
+    (created with the group's first run)."""
+
+    run: grid.Run
+    attempt: int
+    group: str
+    cluster: str | None
+    manifest: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The statistics of the runs that had succeeded (by name): the expensive part of a reconcile,
+    kept until another run succeeds."""
+
+    succeeded: tuple[str, ...]
+    rows: list[stats.Row]
+    contrasts: list[dict[str, Any]]
+
+
+@dataclass
+class Decision:
+    """What one look at a sweep's runs calls for: runs to start, shared clusters to release, and
+    the statistics; `report` then gives the status once the starts are made."""
+
+    starts: list[Start]
+    releases: list[tuple[str, bool]]  # a shared cluster whose group's runs all ended, and whether one failed
+    comparison: Comparison
+    rounds: Rounds
+    states: list[Progress]
+    run_groups: dict[str, list[grid.Run]]
+    clusters: dict[str, str]
+
+
+def decide(plan: grid.Plan, sweep: manifests.Sweep, runs: list[dict[str, Any]], records: list[dict[str, Any]] = (),
+           parallelism: int | None = None, previous: Comparison | None = None) -> Decision:
+    """The sweep's next step from its runs (child Experiments) and status.runs (`records`), at most
+    `parallelism` groups at work (the spec's by default); `previous` is reused while the same runs
+    have succeeded."""
+    spec = sweep.spec
+    rounds = with_rounds(plan, spec, runs, records)
+    plan = rounds.plan
+    states = progress(plan, runs, spec.max_retries, records)
+    by_key = {s.run.key: s for s in states}
+    run_groups = groups(plan, spec.cluster_reuse)
+    clusters = shared_clusters(plan, run_groups, spec.cluster_reuse, sweep.name)
+    starts = []
+    for run in runs_to_start(plan, by_key, run_groups, parallelism or spec.parallelism):
+        group = group_of(run, run_groups)
+        attempt = len(by_key[run.key].attempts) + 1
+        manifest = manifests.sweep_run_manifest(sweep, run.cell.id, run.cell.label, run.cell.spec, run.repetition,
+                                                attempt, clusters.get(group))
+        starts.append(Start(run, attempt, group, clusters.get(group), manifest))
+    releases = [(clusters[key], any(by_key[r.key].state == RunState.FAILED for r in group_runs))
+                for key, group_runs in run_groups.items()
+                if key in clusters and all(by_key[r.key].final for r in group_runs)]
+    succeeded = tuple(sorted(s.latest["metadata"]["name"] for s in states if s.state == RunState.SUCCEEDED))
+    if previous is None or previous.succeeded != succeeded:
+        previous = Comparison(succeeded, comparison(plan, states, spec, rounds.looks),
+                              cell_contrasts(plan, states, spec))
+    return Decision(starts, releases, previous, rounds, states, run_groups, clusters)
+
+
+def report(decision: Decision, spec: SweepSpec, started: list[Start] = ()) -> StatusReport:
+    """The sweep's status once `started` (of decision.starts) are made: they are in status.runs,
+    so a run deleted before the next look counts as a deleted attempt, not one never started."""
+    made = {start.run.key: start.manifest for start in started}
+    states = [dataclasses.replace(s, attempts=[*s.attempts, made[s.run.key]]) if s.run.key in made else s
+              for s in decision.states]
+    rounds = decision.rounds
+    return status_report(rounds.plan, states, decision.run_groups, decision.clusters, spec,
+                         decision.comparison.rows, decision.comparison.contrasts, rounds.stopped, rounds.warmups)
 
 
 def group_of(run: grid.Run, run_groups: dict[str, list[grid.Run]]) -> str:
