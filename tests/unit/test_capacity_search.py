@@ -127,13 +127,14 @@ def test_a_driver_ceiling_below_the_capacity_is_never_reported_as_the_capacity()
 
 
 @pytest.mark.parametrize("noise", [MODERATE, HIGH])
-def test_the_search_stops_within_its_budget_with_a_bracket_that_rises(noise):
+def test_the_search_stops_within_its_budget_and_its_range_with_a_bracket_that_rises(noise):
     rng = np.random.default_rng(7)
     for seed in range(SEARCHES):
         settings = SearchSettings(low=10.0, high=10_000.0, precision=float(rng.uniform(0.01, 0.2)),
                                   max_probes=int(rng.integers(1, 20)), confirmations=int(rng.integers(0, 3)))
         _, found = searched(seed, noise, settings)
         assert len(found.probes) <= settings.max_probes
+        assert all(settings.low <= p.offered <= settings.high for p in found.probes)
         assert found.stop is not None
         if found.capacity is not None and found.upper is not None:
             assert found.capacity < found.upper
