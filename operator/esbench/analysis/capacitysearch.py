@@ -1,0 +1,194 @@
+"""The highest rate a configuration holds under a latency objective, found by search (issue #69).
+
+Each probe is a fixed-rate run of one task; this module only decides, from the probes so far, the
+rate to probe next and what they say once the search is over. It keeps no state of its own, so a
+search interrupted between probes resumes from its list of probes, and a simulation tests it.
+
+The search grows the rate by a factor until the objective breaks, then bisects geometrically (rates
+scale by ratios) until the highest rate that holds and the lowest that fails are within the
+precision. A rate's verdict is the majority of its probes, and a tie is probed again: one probe
+that reads three times slower (a GC pause, a neighbour on the host) must not end the search far
+below the capacity. Both ends of the final bracket are measured `confirmations` more times, so
+that a lucky pass above the capacity is not reported as the capacity, nor an unlucky fail kept as
+its bound; a confirmation that turns a rate to failing moves the bracket below it and the search
+goes on.
+
+A probe whose load driver could not send at the target rate measures the driver, not the cluster:
+the search stops there and reports the highest confirmed rate below it, saying the driver limited.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+# The share of the offered rate a probe may fall short of and still count as held: esrally's
+# measured throughput wavers by a few percent around a rate the cluster does keep up with.
+SHORTFALL = 0.05
+
+
+@dataclass(frozen=True)
+class Objective:
+    """What the task must hold: a percentile (e.g. "latency.p99", "service_time.p90") at or below
+    its bound, and at most a share of requests in error."""
+
+    metric: str
+    bound_ms: float
+    max_error_rate: float = 0.0
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    low: float  # requests/s: the lowest rate searched, probed first
+    high: float  # requests/s: the highest rate searched
+    precision: float  # the search ends once the lowest failing rate is within this share above the highest holding one
+    max_probes: int
+    confirmations: int = 1  # extra probes at each end of the final bracket
+    growth: float = 2.0  # the factor by which the rate grows until the objective breaks
+
+    def __post_init__(self) -> None:
+        if not 0 < self.low <= self.high:
+            raise ValueError(f"the range of rates must be 0 < low <= high, not {self.low}..{self.high}")
+        if self.precision <= 0 or self.growth <= 1 or self.max_probes < 1 or self.confirmations < 0:
+            raise ValueError("precision must be > 0, growth > 1, max_probes >= 1 and confirmations >= 0")
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One fixed-rate run, measured after its warm-up."""
+
+    offered: float  # requests/s: the target rate
+    achieved: float  # requests/s: the rate the driver measured
+    percentiles: dict[str, float]  # metric ("latency.p99") -> ms
+    error_rate: float
+    driver_limited: bool  # the driver's CPU was at its limit or CFS-throttled
+
+
+class Verdict(StrEnum):
+    Passed = "Passed"
+    Failed = "Failed"
+    DriverLimited = "DriverLimited"
+
+
+class Stop(StrEnum):
+    Converged = "Converged"  # the bracket is within the precision
+    BudgetSpent = "BudgetSpent"
+    BelowRange = "BelowRange"  # the low end of the range already fails
+    AboveRange = "AboveRange"  # the high end of the range holds: the capacity is at least that
+    DriverLimited = "DriverLimited"  # the driver could not go higher: the capacity is at least the one reported
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """What the probes say: the capacity lies between the highest rate that held and the lowest rate
+    that failed above it (None where none did)."""
+
+    capacity: float | None  # requests/s
+    upper: float | None
+    confirmations: int  # passed at the capacity, beyond the probe that found it
+    stop: Stop | None  # None while the search goes on
+    probes: tuple[Probe, ...]
+
+
+def judge(objective: Objective, probe: Probe) -> Verdict:
+    if probe.driver_limited:
+        return Verdict.DriverLimited
+    if probe.error_rate > objective.max_error_rate or probe.achieved < probe.offered * (1 - SHORTFALL):
+        return Verdict.Failed
+    return Verdict.Passed if probe.percentiles[objective.metric] <= objective.bound_ms else Verdict.Failed
+
+
+@dataclass
+class _Tally:
+    passed: int = 0
+    failed: int = 0
+
+    @property
+    def holds(self) -> bool:
+        return self.passed > self.failed
+
+    @property
+    def fails(self) -> bool:
+        return self.failed > self.passed
+
+    def settled(self, needed: int) -> bool:
+        """Measured enough times: `needed` probes that agree, more than disagree."""
+        return max(self.passed, self.failed) >= needed
+
+
+def _tallies(objective: Objective, probes: Sequence[Probe]) -> tuple[dict[float, _Tally], float | None]:
+    """Each rate's passes and fails, and the lowest rate at which the driver was limited."""
+    tallies: dict[float, _Tally] = {}
+    driver_limit = None
+    for probe in probes:
+        verdict = judge(objective, probe)
+        if verdict is Verdict.DriverLimited:
+            driver_limit = probe.offered if driver_limit is None else min(driver_limit, probe.offered)
+            continue
+        tally = tallies.setdefault(probe.offered, _Tally())
+        tally.passed += verdict is Verdict.Passed
+        tally.failed += verdict is Verdict.Failed
+    return tallies, driver_limit
+
+
+def _decide(settings: SearchSettings, objective: Objective, probes: Sequence[Probe]) -> tuple[float | None, Capacity]:
+    """The rate to probe next, and what the probes say so far."""
+    tallies, driver_limit = _tallies(objective, probes)
+    upper = min((rate for rate, t in tallies.items() if t.fails), default=None)
+    # The driver's limit bounds the search unless a rate below it failed: the cluster's limit is lower.
+    driver_bounds = driver_limit is not None and (upper is None or driver_limit <= upper)
+    ceiling = driver_limit if driver_bounds else upper
+    lower = max((rate for rate, t in tallies.items() if t.holds and (ceiling is None or rate < ceiling)), default=None)
+    needed = 1 + settings.confirmations
+
+    def decision(next_rate: float | None, stop: Stop | None) -> tuple[float | None, Capacity]:
+        if next_rate is not None and len(probes) >= settings.max_probes:
+            next_rate, stop = None, Stop.BudgetSpent
+        confirmations = tallies[lower].passed - 1 if lower is not None else 0
+        return next_rate, Capacity(capacity=lower, upper=upper, confirmations=confirmations, stop=stop,
+                                   probes=tuple(probes))
+
+    def settle(ends: Sequence[float | None], stop: Stop) -> tuple[float | None, Capacity]:
+        """Measure the ends of the bracket until each is settled, then stop."""
+        for end in ends:
+            if end is not None and not tallies[end].settled(needed):
+                return decision(end, None)
+        return decision(None, stop)
+
+    # A rate between the bracket's ends whose probes disagree evenly is probed again.
+    tie = min((rate for rate, t in tallies.items() if not t.holds and not t.fails
+               and (lower is None or rate > lower) and (ceiling is None or rate < ceiling)), default=None)
+    if tie is not None:
+        return decision(tie, None)
+    if driver_bounds:
+        return settle([lower], Stop.DriverLimited)
+    if lower is None:
+        if upper is not None:  # only the low end can fail with nothing holding below it
+            return settle([upper], Stop.BelowRange)
+        return decision(settings.low, None)
+    if upper is None:
+        if lower >= settings.high:
+            return settle([lower], Stop.AboveRange)
+        return decision(min(lower * settings.growth, settings.high), None)
+    if upper <= lower * (1 + settings.precision):
+        return settle([lower, upper], Stop.Converged)
+    return decision(math.sqrt(lower * upper), None)
+
+
+def next_rate(settings: SearchSettings, objective: Objective, probes: Sequence[Probe]) -> float | None:
+    """The rate to probe next (requests/s), or None when the search is over."""
+    return _decide(settings, objective, probes)[0]
+
+
+def outcome(settings: SearchSettings, objective: Objective, probes: Sequence[Probe]) -> Capacity:
+    return _decide(settings, objective, probes)[1]
+
+
+def search(settings: SearchSettings, objective: Objective, measure: Callable[[float], Probe]) -> Capacity:
+    """Probes, each measured by `measure` at the rate asked, until the search is over."""
+    probes: list[Probe] = []
+    while (rate := next_rate(settings, objective, probes)) is not None:
+        probes.append(measure(rate))
+    return outcome(settings, objective, probes)
