@@ -25,7 +25,7 @@ from esbench.api.race_report import RaceReport
 from esbench.cli import rendering
 from esbench.planning import grid, manifests
 from esbench.runner import race
-from esbench.runner.podprofiles import PodRecordings
+from esbench.runner.podprofiles import PodProfiles
 from esbench.sidecar import recordingserver as sidecar
 from tests.support.waiting import wait_for
 
@@ -201,16 +201,16 @@ def test_the_sidecar_serves_the_finished_recordings_only_and_only_to_the_elastic
 
 def test_the_runner_waits_for_a_recording_that_ends_past_the_race_and_joins_those_that_overlap_it(served, tmp_path):
     folder, url, listings = served
-    recorder = PodRecordings(models.Profile(), [url], tmp_path / "fetched", java=tmp_path / "java",
-                             converter=tmp_path / "jar", password="s3cret", wait_seconds=20)
+    profiler = PodProfiles(models.Profile(), [url], tmp_path / "fetched", java=tmp_path / "java",
+                           converter=tmp_path / "jar", password="s3cret", wait_seconds=20)
     now = time.time()
     recording(folder, "recording-a.jfr", now - 90, now - 60)  # before the race: left out
-    recorder.start()
+    profiler.start()
     turn = time.time()
     recording(folder, "recording-b.jfr", now - 60, turn)  # over the race's start
-    recorder.stop()
+    profiler.stop()
     recording(folder, "recording-c.jfr", turn, turn + 60, finished=False)  # over its end, still written
-    fetching = threading.Thread(target=recorder.fetch)
+    fetching = threading.Thread(target=profiler.fetch)
     fetching.start()
     wait_for(lambda: listings, what="the runner to list the recordings")
     assert fetching.is_alive(), "it must wait: nothing that ends past the race is finished yet"

@@ -89,7 +89,7 @@ def race_command(spec_file: Path | None, target_url: str, ca_file: str | None, r
         if spec.profile and recordings_from:
             # The esbench image carries the converter there (ESBENCH_ASYNC_PROFILER) and a JRE to run it.
             home = Path(os.environ.get("ESBENCH_ASYNC_PROFILER", "/opt/async-profiler"))
-            settings.profiler = podprofiles.PodRecordings(
+            settings.profiler = podprofiles.PodProfiles(
                 spec.profile, list(recordings_from), work_dir / "recordings", Path(shutil.which("java") or "java"),
                 home / asyncprofiler.CONVERTER, password=password, ca_file=ca_file)
         report = race.run(settings)

@@ -23,7 +23,7 @@ POLL_SECONDS = 2.0
 
 
 @dataclass
-class PodRecordings:
+class PodProfiles:
     """Profiles the target's nodes by their own recordings (esbench.runner.race.Profiler)."""
 
     profile: models.Profile

@@ -335,87 +335,213 @@ def run(settings: RaceSettings, out: IO[str] = sys.stdout) -> RaceReport:
 
 
 def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
-    spec = settings.spec
-    # raceTimeoutSeconds bounds the whole run (the Job's deadline is a little later, for
-    # scheduling and the image pull): stop early enough to print the report.
-    deadline = time.monotonic() + rally_budget(spec.lifecycle.race_timeout_seconds)
+    """The race's phases in their order; one that cannot go on ends the race with its failure."""
+    race = Race(settings, out)
+    try:
+        check_spec(settings)
+        root, data_nodes = reach_target(race)
+        race.make_work_dir()
+        params = rally.track_params(settings.spec, data_nodes)
+        track_path = prepare_track(race, params)
+        reuse_or_build_index(race, params, root)
+        esrally = write_esrally_inputs(race, params, track_path)
+        cluster_nodes, processors = environment.read_nodes(lambda path: race.target.get(path, timeout=10))
+        cgroup_before = environment.read_cpu_cgroup()  # to tell how much the CPU limit throttled Rally
+        run = run_esrally_with_retries(race, esrally, params)
+    except CannotRace as cannot:
+        return failed(cannot.kind, cannot.message)
+    load_driver = measure_load_driver(race, cgroup_before)
+    if esrally.report_file.exists():
+        print(race.redact(esrally.report_file.read_text()), file=out, flush=True)
+    summary, race_json = summarize_race(race, run)
+    windows = read_task_windows(race)
+    attribute_to_tasks(summary, windows, run.samples, processors)
+    if race_json and "results" in race_json:
+        attach_request_samples(race, summary, esrally.samples_file)
+    if settings.profiler:
+        profile_by_task(race, settings.profiler, run, summary, windows)
+    read_index_layout(race, summary)
+    summary.environment = describe_environment(race, root, summary, cluster_nodes, load_driver)
+    return classify_outcome(race, run, summary, race_json)
 
-    def remaining() -> float:
-        return max(1.0, deadline - time.monotonic())
 
-    redact = Redactor(settings.password)
-    rejection = spec_rejection(spec)
+class CannotRace(Exception):
+    """A phase before esrally's results that the race cannot get past: the failure to report."""
+
+    def __init__(self, kind: Reason, message: str):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+@dataclass
+class Race:
+    """What the phases of one race share: its settings, its log, its time budget and its target."""
+
+    settings: RaceSettings
+    out: IO[str]
+
+    def __post_init__(self) -> None:
+        # raceTimeoutSeconds bounds the whole run (the Job's deadline is a little later, for
+        # scheduling and the image pull): stop early enough to print the report.
+        self.deadline = time.monotonic() + rally_budget(self.spec.lifecycle.race_timeout_seconds)
+        self.redact = Redactor(self.settings.password)
+        self.target = Target(self.settings.target_url, self.settings.username, self.settings.password,
+                             self.settings.ca_file)
+
+    @property
+    def spec(self) -> models.ExperimentSpec:
+        return self.settings.spec
+
+    @property
+    def work_dir(self) -> Path:
+        return self.settings.work_dir
+
+    @property
+    def rally_home(self) -> Path:
+        return self.settings.work_dir / "rally"
+
+    @property
+    def race_file(self) -> Path:
+        return self.rally_home / ".rally" / "benchmarks" / "races" / self.settings.race_id / "race.json"
+
+    def remaining(self) -> float:
+        """Seconds left of the race's budget, at least one."""
+        return max(1.0, self.deadline - time.monotonic())
+
+    def make_work_dir(self) -> None:
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        self.rally_home.mkdir(exist_ok=True)
+
+
+def check_spec(settings: RaceSettings) -> None:
+    """The spec as the CRD admits it, and a profiler wherever it asks for a profile."""
+    rejection = spec_rejection(settings.spec)
     if rejection:
-        return failed(Reason.INVALID_SPEC, rejection)
-    if spec.profile and settings.profiler is None:
-        return failed(Reason.INVALID_SPEC, "spec.profile needs a node that esbench starts on this machine (esbench run "
-                                           "without --es-url): it cannot attach a profiler to this target")
+        raise CannotRace(Reason.INVALID_SPEC, rejection)
+    if settings.spec.profile and settings.profiler is None:
+        raise CannotRace(Reason.INVALID_SPEC, "spec.profile needs a node that esbench starts on this machine (esbench "
+                                              "run without --es-url): it cannot attach a profiler to this target")
 
-    target = Target(settings.target_url, settings.username, settings.password, settings.ca_file)
+
+def reach_target(race: Race) -> tuple[dict[str, Any], int]:
+    """The target's answer to `GET /` once it answers, and its number of data nodes."""
     try:
-        root = target.wait_until_available(min(settings.target_timeout, remaining()))
+        root = race.target.wait_until_available(min(race.settings.target_timeout, race.remaining()))
     except Unreachable as e:
-        return failed(Reason.TARGET_UNREACHABLE, redact(str(e)))
+        raise CannotRace(Reason.TARGET_UNREACHABLE, race.redact(str(e))) from e
     try:
-        data_nodes = target.data_node_count(rally.NEW_INDEX_ROLES)
+        data_nodes = race.target.data_node_count(rally.NEW_INDEX_ROLES)
     except (OSError, ValueError, KeyError):  # e.g. a user without the monitor privilege
-        data_nodes = rally.data_node_count(spec.elasticsearch) if spec.elasticsearch else 1
-    print(f"esbench: target answers, Elasticsearch {root.get('version', {}).get('number')}, {data_nodes} data node(s)", file=out, flush=True)
+        data_nodes = rally.data_node_count(race.spec.elasticsearch) if race.spec.elasticsearch else 1
+    print(f"esbench: target answers, Elasticsearch {root.get('version', {}).get('number')}, {data_nodes} data node(s)",
+          file=race.out, flush=True)
+    return root, data_nodes
 
-    work_dir = settings.work_dir
-    work_dir.mkdir(parents=True, exist_ok=True)
-    rally_home = work_dir / "rally"
-    rally_home.mkdir(exist_ok=True)
-    params = rally.track_params(spec, data_nodes)
 
-    track_path = None
-    if spec.workload.source == models.TrackSource.BUNDLED:
-        try:
-            track_path, generated = prepare_bundled_track(spec.workload.track, work_dir, params, settings.corpus_cache)
-        except (ValueError, TypeError) as e:
-            return failed(Reason.TRACK_ERROR, f"cannot generate the corpus of {spec.workload.track}: {e}")
-        print(
-            f"esbench: generated {generated.document_count} documents ({generated.uncompressed_bytes} bytes) "
-            f"for track {spec.workload.track} with {generated.options}",
-            file=out,
-            flush=True,
-        )
-        if "bulk_bytes" in params:  # a bulk size in bytes, as people state it: Rally counts documents
-            if "bulk_size" in params:
-                return failed(Reason.TRACK_ERROR, "set the track param bulk_size (documents) or bulk_bytes, not both")
-            params["bulk_size"] = generated.documents_in(int(params.pop("bulk_bytes")))
-            print(f"esbench: bulk_bytes {spec.workload.track_params['bulk_bytes']} is bulk_size {params['bulk_size']} "
-                  f"(documents of {generated.uncompressed_bytes / generated.document_count:.0f} bytes on average)",
-                  file=out, flush=True)
-    elif spec.workload.source == models.TrackSource.GIT:
-        assert spec.workload.repository is not None  # spec_rejection checked it
-        (rally_home / ".rally").mkdir(exist_ok=True)
-        (rally_home / ".rally" / "rally.ini").write_text(rally.rally_ini(spec.workload.repository.url))
-    if spec.workload.reuse_index:
-        try:
-            location = settings.snapshot_repository or indexreuse.repository_location(target)
-        except (OSError, ValueError) as e:
-            return failed(Reason.RACE_FAILED, redact(f"workload.reuseIndex: cannot read the nodes' path.repo: {e}"))
-        if location is None:
-            print("esbench: workload.reuseIndex: the target's nodes have no path.repo in common (local mode and "
-                  "a sweep's single-node cluster have one), so this race builds its index", file=out, flush=True)
-        else:
-            snapshot, read_path = indexreuse.name_snapshot(spec.workload, params, root["version"]["number"], TRACKS_DIR)
-            try:
-                restore = indexreuse.holds(target, location, snapshot)
-            except (OSError, ValueError) as e:
-                return failed(Reason.RACE_FAILED, redact(
-                    f"workload.reuseIndex: cannot use the snapshot repository at {location}: {e}"))
-            params[models.INDEX_SNAPSHOT_PARAM] = {
-                "repository": indexreuse.REPOSITORY, "snapshot": snapshot, "restore": restore, "index_settings": read_path}
-            print(f"esbench: workload.reuseIndex: {'restoring' if restore else 'building the index, then taking'} "
-                  f"snapshot {snapshot} (repository {location})"
-                  + (f", restored with {json.dumps(read_path)}" if read_path else ""), file=out, flush=True)
+def prepare_track(race: Race, params: dict[str, Any]) -> Path | None:
+    """The track's path for Rally (None for a track of a repository), once Rally can find it."""
+    workload = race.spec.workload
+    if workload.source == models.TrackSource.BUNDLED:
+        return generate_bundled_track(race, params)
+    if workload.source == models.TrackSource.GIT:
+        assert workload.repository is not None  # spec_rejection checked it
+        (race.rally_home / ".rally").mkdir(exist_ok=True)
+        (race.rally_home / ".rally" / "rally.ini").write_text(rally.rally_ini(workload.repository.url))
+    return None
 
-    params_file = work_dir / "track-params.json"
+
+def generate_bundled_track(race: Race, params: dict[str, Any]) -> Path:
+    """The bundled track with its corpus, and the bulk_bytes param turned into Rally's bulk_size."""
+    workload = race.spec.workload
+    try:
+        track_path, generated = prepare_bundled_track(workload.track, race.work_dir, params, race.settings.corpus_cache)
+    except (ValueError, TypeError) as e:
+        raise CannotRace(Reason.TRACK_ERROR, f"cannot generate the corpus of {workload.track}: {e}") from e
+    print(
+        f"esbench: generated {generated.document_count} documents ({generated.uncompressed_bytes} bytes) "
+        f"for track {workload.track} with {generated.options}",
+        file=race.out,
+        flush=True,
+    )
+    if "bulk_bytes" in params:  # a bulk size in bytes, as people state it: Rally counts documents
+        if "bulk_size" in params:
+            raise CannotRace(Reason.TRACK_ERROR, "set the track param bulk_size (documents) or bulk_bytes, not both")
+        params["bulk_size"] = generated.documents_in(int(params.pop("bulk_bytes")))
+        print(f"esbench: bulk_bytes {workload.track_params['bulk_bytes']} is bulk_size {params['bulk_size']} "
+              f"(documents of {generated.uncompressed_bytes / generated.document_count:.0f} bytes on average)",
+              file=race.out, flush=True)
+    return track_path
+
+
+def reuse_or_build_index(race: Race, params: dict[str, Any], root: dict[str, Any]) -> None:
+    """With workload.reuseIndex, the track param that has the track restore the index's snapshot, or build
+    the index and take one; none where the nodes share no snapshot repository."""
+    if not race.spec.workload.reuse_index:
+        return
+    try:
+        location = race.settings.snapshot_repository or indexreuse.repository_location(race.target)
+    except (OSError, ValueError) as e:
+        raise CannotRace(Reason.RACE_FAILED, race.redact(f"workload.reuseIndex: cannot read the nodes' path.repo: {e}")) from e
+    if location is None:
+        print("esbench: workload.reuseIndex: the target's nodes have no path.repo in common (local mode and "
+              "a sweep's single-node cluster have one), so this race builds its index", file=race.out, flush=True)
+        return
+    snapshot, read_path = indexreuse.name_snapshot(race.spec.workload, params, root["version"]["number"], TRACKS_DIR)
+    try:
+        restore = indexreuse.holds(race.target, location, snapshot)
+    except (OSError, ValueError) as e:
+        raise CannotRace(Reason.RACE_FAILED, race.redact(
+            f"workload.reuseIndex: cannot use the snapshot repository at {location}: {e}")) from e
+    params[models.INDEX_SNAPSHOT_PARAM] = {
+        "repository": indexreuse.REPOSITORY, "snapshot": snapshot, "restore": restore, "index_settings": read_path}
+    print(f"esbench: workload.reuseIndex: {'restoring' if restore else 'building the index, then taking'} "
+          f"snapshot {snapshot} (repository {location})"
+          + (f", restored with {json.dumps(read_path)}" if read_path else ""), file=race.out, flush=True)
+
+
+@dataclass
+class EsrallyInputs:
+    """How esrally runs the race, and where it writes besides RALLY_HOME."""
+
+    command: list[str]
+    env: dict[str, str]
+    report_file: Path
+    samples_file: Path
+
+
+def write_esrally_inputs(race: Race, params: dict[str, Any], track_path: Path | None) -> EsrallyInputs:
+    """The files esrally reads (track params, client options) and its command line, told in the log."""
+    params_file = race.work_dir / "track-params.json"
     params_file.write_text(json.dumps(params, indent=2))
-    host, use_ssl = rally.target_host(settings.target_url)
-    options_file = work_dir / "client-options.json"
+    host, use_ssl = rally.target_host(race.settings.target_url)
+    options_file = race.work_dir / "client-options.json"
+    write_client_options(options_file, race.settings, use_ssl)
+    report_file = race.work_dir / "report.md"
+    command = rally.race_command(
+        race.spec,
+        esrally=esrally_argv(race.settings.esrally),
+        race_id=race.settings.race_id,
+        target_hosts=host,
+        params_file=str(params_file),
+        client_options_file=str(options_file),
+        track_path=str(track_path) if track_path else None,
+        report_file=str(report_file),
+    )
+    print(f"esbench: track params {json.dumps(params)}", file=race.out, flush=True)
+    print(f"esbench: {' '.join(command)}", file=race.out, flush=True)
+
+    samples_file = race.work_dir / requestsamples.FILE
+    samples_file.unlink(missing_ok=True)  # a work dir reused: no earlier race's samples
+    env = {**os.environ, "RALLY_HOME": str(race.rally_home), requestsamples.ENVIRONMENT: str(samples_file)}
+    # Rally needs none of them (it reads client-options.json): they stay out of its environment
+    # and its children's.
+    for name in ("ES_PASSWORD", "ES_PASSWORD_FILE", "ES_USERNAME"):
+        env.pop(name, None)
+    return EsrallyInputs(command, env, report_file, samples_file)
+
+
+def write_client_options(options_file: Path, settings: RaceSettings, use_ssl: bool) -> None:
     options = rally.client_options(
         use_ssl=use_ssl, ca_file=settings.ca_file, username=settings.username, password=settings.password
     )
@@ -424,124 +550,158 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
     fd = os.open(options_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as f:
         json.dump(options, f)
-    report_file = work_dir / "report.md"
-    command = rally.race_command(
-        spec,
-        esrally=esrally_argv(settings.esrally),
-        race_id=settings.race_id,
-        target_hosts=host,
-        params_file=str(params_file),
-        client_options_file=str(options_file),
-        track_path=str(track_path) if track_path else None,
-        report_file=str(report_file),
-    )
-    print(f"esbench: track params {json.dumps(params)}", file=out, flush=True)
-    print(f"esbench: {' '.join(command)}", file=out, flush=True)
 
-    samples_file = work_dir / requestsamples.FILE
-    samples_file.unlink(missing_ok=True)  # a work dir reused: no earlier race's samples
-    env = {**os.environ, "RALLY_HOME": str(rally_home), requestsamples.ENVIRONMENT: str(samples_file)}
-    # Rally needs none of them (it reads client-options.json): they stay out of its environment
-    # and its children's.
-    for name in ("ES_PASSWORD", "ES_PASSWORD_FILE", "ES_USERNAME"):
-        env.pop(name, None)
-    cluster_nodes, processors = environment.read_nodes(lambda path: target.get(path, timeout=10))
-    profile_problem = None
-    cgroup_before = environment.read_cpu_cgroup()
+
+@dataclass
+class EsrallyRun:
+    """What one run of esrally left, and what was watched of the nodes meanwhile."""
+
+    status: int | None  # None: stopped, at the race's timeout or by the allocation watch
+    output: str  # its tail, for failure classification
+    started: float  # time.monotonic() as the idle lead began
+    samples: list[dict[str, Any]]  # the _nodes/stats samples
+    watch: allocation.Watch
+    profile_problem: str | None  # why the profiler could not be stopped
+
+
+def run_esrally_with_retries(race: Race, esrally: EsrallyInputs, params: dict[str, Any]) -> EsrallyRun:
+    """esrally's run, started again while another Rally race takes the machine first."""
     try:
         for _ in range(RALLY_START_ATTEMPTS):
-            wait_for_other_races(timeout=min(OTHER_RACES_TIMEOUT_SECONDS, remaining()), out=out)
-            # Sampled from the idle lead until esrally exits, so that waiting does not dilute the figures.
-            sampler = nodestats.Sampler(lambda: _node_stats(target, settings.node_probe), settings.sample_interval)
-            watch = allocation.Watch(lambda path: target.get(path, timeout=10),
-                                     lambda path, body: target.request("POST", path, body, timeout=10),
-                                     waits_for_green=params.get("cluster_health", "green") == "green",
-                                     stuck_seconds=settings.unassigned_timeout)
-            started = time.monotonic()
-            if settings.profiler:  # first, so that the idle window's rate holds the profiler's own cost
-                settings.profiler.start()
-            sampler.start()
-            watch.start()
-            try:
-                if not spec.workload.test_mode:
-                    time.sleep(IDLE_LEAD_SECONDS)
-                status, output = run_esrally(command, env, remaining(), out, redact, rally_home, stop=watch.stop)
-            finally:
-                watch.finish()
-                samples = sampler.stop()
-                if settings.profiler:
-                    profile_problem = stop_profiler(settings.profiler, out)
+            wait_for_other_races(timeout=min(OTHER_RACES_TIMEOUT_SECONDS, race.remaining()), out=race.out)
+            run = run_esrally_watched(race, esrally, params)
             # Another race may start between our check and Rally's own: nothing ran yet, retry.
-            if status == 0 or OTHER_RALLY_RUNNING not in output:
+            if run.status == 0 or OTHER_RALLY_RUNNING not in run.output:
                 break
-            print("esbench: another Rally race started meanwhile; trying again", file=out, flush=True)
+            print("esbench: another Rally race started meanwhile; trying again", file=race.out, flush=True)
     except FileNotFoundError as e:
-        return failed(Reason.RACE_FAILED, f"cannot start esrally: {e}")
-    print(f"esbench: esrally exited with {status} after {time.monotonic() - started:.0f}s", file=out, flush=True)
-    if watch.problem:
-        print(f"esbench: {watch.problem}", file=out, flush=True)
+        raise CannotRace(Reason.RACE_FAILED, f"cannot start esrally: {e}") from e
+    print(f"esbench: esrally exited with {run.status} after {time.monotonic() - run.started:.0f}s",
+          file=race.out, flush=True)
+    if run.watch.problem:
+        print(f"esbench: {run.watch.problem}", file=race.out, flush=True)
+    return run
+
+
+def run_esrally_watched(race: Race, esrally: EsrallyInputs, params: dict[str, Any]) -> EsrallyRun:
+    """One run of esrally while the nodes are sampled, profiled and their shards' allocation watched."""
+    settings = race.settings
+    # Sampled from the idle lead until esrally exits, so that waiting does not dilute the figures.
+    sampler = nodestats.Sampler(lambda: _node_stats(race.target, settings.node_probe), settings.sample_interval)
+    watch = allocation.Watch(lambda path: race.target.get(path, timeout=10),
+                             lambda path, body: race.target.request("POST", path, body, timeout=10),
+                             waits_for_green=params.get("cluster_health", "green") == "green",
+                             stuck_seconds=settings.unassigned_timeout)
+    started = time.monotonic()
+    if settings.profiler:  # first, so that the idle window's rate holds the profiler's own cost
+        settings.profiler.start()
+    sampler.start()
+    watch.start()
+    profile_problem = None
+    try:
+        if not race.spec.workload.test_mode:
+            time.sleep(IDLE_LEAD_SECONDS)
+        status, output = run_esrally(esrally.command, esrally.env, race.remaining(), race.out, race.redact,
+                                     race.rally_home, stop=watch.stop)
+    finally:
+        watch.finish()
+        samples = sampler.stop()
+        if settings.profiler:
+            profile_problem = stop_profiler(settings.profiler, race.out)
+    return EsrallyRun(status, output, started, samples, watch, profile_problem)
+
+
+def measure_load_driver(race: Race, cgroup_before: dict[str, float] | None) -> models.LoadDriverEnvironment:
+    """Where Rally ran, and how much its CPU limit throttled it during the race (told in the log)."""
     load_driver = environment.load_driver(cgroup_before, environment.read_cpu_cgroup())
     if load_driver.cpu_throttled_periods:
         print(f"esbench: the load driver's CPU limit ({load_driver.cpu_limit} CPUs) throttled it in "
               f"{load_driver.cpu_throttled_periods} of {load_driver.cpu_periods} periods "
-              f"({load_driver.cpu_throttled_seconds:.1f}s)", file=out, flush=True)
-    if report_file.exists():
-        print(redact(report_file.read_text()), file=out, flush=True)
+              f"({load_driver.cpu_throttled_seconds:.1f}s)", file=race.out, flush=True)
+    return load_driver
 
-    race_file = rally_home / ".rally" / "benchmarks" / "races" / settings.race_id / "race.json"
-    race_json = json.loads(race_file.read_text()) if race_file.exists() else None
-    summary = results.summarize(race_json) if race_json else models.Results(race_id=settings.race_id)
-    summary.nodes = nodestats.summarize(samples) or None
-    (work_dir / "node-stats.json").write_text(json.dumps(samples))
-    rally_log = rally_home / ".rally" / "logs" / "rally.log"
-    windows = taskwindows.parse(rally_log.read_text(errors="replace")) if rally_log.exists() else {}
-    attribute_to_tasks(summary, windows, samples, processors)
-    if race_json and "results" in race_json:
-        missing = requestsamples.attach_steady_states(summary, samples_file)
-        if missing:
-            print(f"esbench: {missing}", file=out, flush=True)
-    if settings.profiler and status is None:  # what is left of raceTimeoutSeconds is for the report
-        summary.profile = settings.profiler.recording.model_copy(update={"problem": "the race timed out: not profiled"})
-    elif settings.profiler:
-        try:
-            missing = profile_tasks(summary, windows, settings.profiler, work_dir / PROFILES)
-            profile_problem = profile_problem or missing
-        except (RuntimeError, OSError) as e:  # the race's figures stand without their profiles
-            profile_problem = profile_problem or f"the profile could not be cut by task: {e}"
-            print(f"esbench: {profile_problem}", file=out, flush=True)
-        summary.profile = summary.profile or settings.profiler.recording.model_copy()
-        summary.profile.problem = redact(profile_problem) if profile_problem else None
+
+def summarize_race(race: Race, run: EsrallyRun) -> tuple[models.Results, dict[str, Any] | None]:
+    """race.json's results (empty without one) with the nodes' figures over the race, and race.json;
+    the samples are kept in node-stats.json."""
+    race_json = json.loads(race.race_file.read_text()) if race.race_file.exists() else None
+    summary = results.summarize(race_json) if race_json else models.Results(race_id=race.settings.race_id)
+    summary.nodes = nodestats.summarize(run.samples) or None
+    (race.work_dir / "node-stats.json").write_text(json.dumps(run.samples))
+    return summary, race_json
+
+
+def read_task_windows(race: Race) -> dict[str, taskwindows.TaskWindow]:
+    rally_log = race.rally_home / ".rally" / "logs" / "rally.log"
+    return taskwindows.parse(rally_log.read_text(errors="replace")) if rally_log.exists() else {}
+
+
+def attach_request_samples(race: Race, summary: models.Results, samples_file: Path) -> None:
+    """Each task's steady state, out of the requests esrally_launcher.py kept; why a task has none, told in the log."""
+    missing = requestsamples.attach_steady_states(summary, samples_file)
+    if missing:
+        print(f"esbench: {missing}", file=race.out, flush=True)
+
+
+def profile_by_task(race: Race, profiler: Profiler, run: EsrallyRun, summary: models.Results,
+                    windows: dict[str, taskwindows.TaskWindow]) -> None:
+    """summary.profile, with what went wrong in its problem, and each task's profile."""
+    if run.status is None:  # what is left of raceTimeoutSeconds is for the report
+        summary.profile = profiler.recording.model_copy(update={"problem": "the race timed out: not profiled"})
+        return
+    problem = run.profile_problem
     try:
-        summary.indices = layout.read(lambda path: target.get(path, timeout=30)) or None
+        missing = profile_tasks(summary, windows, profiler, race.work_dir / PROFILES)
+        problem = problem or missing
+    except (RuntimeError, OSError) as e:  # the race's figures stand without their profiles
+        problem = problem or f"the profile could not be cut by task: {e}"
+        print(f"esbench: {problem}", file=race.out, flush=True)
+    summary.profile = summary.profile or profiler.recording.model_copy()
+    summary.profile.problem = race.redact(problem) if problem else None
+
+
+def read_index_layout(race: Race, summary: models.Results) -> None:
+    try:
+        summary.indices = layout.read(lambda path: race.target.get(path, timeout=30)) or None
     except (OSError, ValueError, KeyError) as e:  # e.g. a user without the monitor privilege
-        print(f"esbench: the indices' segments could not be read: {redact(str(e))}", file=out, flush=True)
-    summary.environment = models.Environment(
+        print(f"esbench: the indices' segments could not be read: {race.redact(str(e))}", file=race.out, flush=True)
+
+
+def describe_environment(race: Race, root: dict[str, Any], summary: models.Results,
+                         cluster_nodes: list[models.NodeEnvironment],
+                         load_driver: models.LoadDriverEnvironment) -> models.Environment:
+    return models.Environment(
         esbench_version=environment.esbench_version(),
         rally_version=summary.rally_version,
-        track=environment.track_identity(spec.workload, TRACKS_DIR, rally_home),
+        track=environment.track_identity(race.spec.workload, TRACKS_DIR, race.rally_home),
         nodes=cluster_nodes or None,
         load_driver=load_driver,
         **environment.cluster(root),
     )
-    common = {"results": summary, "race_json": race_json}
 
+
+def classify_outcome(race: Race, run: EsrallyRun, summary: models.Results,
+                     race_json: dict[str, Any] | None) -> RaceReport:
+    """The report: the race's first failure, in the order they are checked, else its success."""
+    spec, redact, watch = race.spec, race.redact, run.watch
+    common = {"results": summary, "race_json": race_json}
     if watch.stuck:
-        message = (f"Elasticsearch refused for {settings.unassigned_timeout:.0f}s to allocate {watch.stuck}; "
+        message = (f"Elasticsearch refused for {race.settings.unassigned_timeout:.0f}s to allocate {watch.stuck}; "
                    f"the race could not go on: esrally was stopped")
         return failed(Reason.SHARDS_UNASSIGNED, redact(message), **common)
     # A refusal shorter than the grace may still be why the race failed first (searches of a restored
     # index whose primary was refused fail at once).
     refused = f"; meanwhile Elasticsearch refused to allocate {watch.last}" if watch.last else ""
-    if status is None:
+    if run.status is None:
         timeout = spec.lifecycle.race_timeout_seconds
         message = (f"the race did not finish within lifecycle.raceTimeoutSeconds ({timeout}s): esrally was stopped "
                    f"after {rally_budget(timeout):.0f}s, to leave time for the report")
         return failed(Reason.RACE_TIMEOUT, redact(message + refused), **common)
-    if status != 0:
-        message = rally.rally_error(output) or f"esrally exited with status {status}"
-        return failed(rally.failure_kind(output), redact(message + refused), **common)
+    if run.status != 0:
+        message = rally.rally_error(run.output) or f"esrally exited with status {run.status}"
+        return failed(rally.failure_kind(run.output), redact(message + refused), **common)
     if race_json is None or "results" not in race_json:
-        return failed(Reason.RACE_FAILED, f"esrally succeeded but left no results in {race_file}", **common)
+        return failed(Reason.RACE_FAILED, f"esrally succeeded but left no results in {race.race_file}", **common)
     failing = [f"{t.task} ({t.error_rate:.2%})" for t in summary.tasks if t.error_rate]
     if results.max_error_rate(summary) > (spec.workload.max_error_rate or 0):
         message = f"requests failed in {', '.join(failing)}; see the Rally log above for the errors"
