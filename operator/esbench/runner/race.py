@@ -708,7 +708,7 @@ def classify_outcome(race: Race, run: EsrallyRun, summary: models.Results,
         return failed(Reason.RACE_ERRORS, redact(message + refused), **common)
     if failing:
         print(f"esbench: requests failed in {', '.join(failing)}, within workload.maxErrorRate "
-              f"{spec.workload.max_error_rate}: measured, not fatal", flush=True)
+              f"{spec.workload.max_error_rate}: measured, not fatal", file=race.out, flush=True)
     return RaceReport(succeeded=True, **common)
 
 
