@@ -87,7 +87,7 @@ bench: deps
 	$(PYTHON) bench/operator_overhead.py
 	$(PYTHON) bench/sweep_reuse.py
 
-# The API models (operator/esbench/api/models.py) make the CRDs in crds/, the chart's copy and
+# The API models (operator/esbench/api/models/) make the CRDs in crds/, the chart's copy and
 # docs/api.md; tests/unit/test_generated_api.py fails when one of them is stale.
 api:
 	$(PYTHON) scripts/generate-api.py

@@ -69,7 +69,7 @@ def _planner_refuses(field: str) -> bool:
     "workload.sourceFiltering", "elasticsearch.version",
 ])
 def test_admission_refuses_a_matrix_field_exactly_when_the_planner_would(field):
-    # The planner checks include cells' fields too, which admission cannot (models.py says why).
+    # The planner checks include cells' fields too, which admission cannot (models/sweep.py says why).
     assert _matrix_rules_refuse(field) == _planner_refuses(field)
 
 

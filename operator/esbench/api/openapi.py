@@ -1,6 +1,6 @@
 """The models' OpenAPI v3 schema, in the structural form a CRD needs.
 
-The models in api/models.py are the one source of the API: the CRDs, local admission and the
+The models in api/models/ are the one source of the API: the CRDs, local admission and the
 API reference are made from what this module reads off them. Constraints come from the fields
 (ge, le, gt, lt, min_length, max_length, pattern, description, default); what only Kubernetes
 knows (CEL rules, list-map keys, int-or-string, preserved unknown fields) comes from a field's or

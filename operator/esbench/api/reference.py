@@ -89,7 +89,7 @@ def markdown() -> str:
     lines = [
         "# API reference: esbench.io/v1alpha1",
         "",
-        "Generated from the models in `operator/esbench/api/models.py` by `scripts/generate-api.py`;",
+        "Generated from the models in `operator/esbench/api/models/` by `scripts/generate-api.py`;",
         "edit the models, not this page. The CRDs in `crds/` come from the same models, and",
         "`esbench run` admits an Experiment with the same schema and rules as the API server.",
         "",

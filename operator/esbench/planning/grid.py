@@ -102,7 +102,7 @@ def cluster_key(cell_spec: dict[str, Any]) -> str:
 
 
 def _check_field(field: str) -> None:
-    # Admission refuses these in the matrix and in include already (the same rules, models.py);
+    # Admission refuses these in the matrix and in include already (the same rules, models/sweep.py);
     # the planner checks again for sweeps admitted before those rules existed.
     if any(field == guarded or field.startswith(f"{guarded}.") for guarded in models.TEMPLATE_ONLY_FIELDS):
         raise InvalidSweep(f"field {field!r} cannot vary between cells: set it in the template, where admission "
