@@ -21,7 +21,7 @@ from esbench.planning.readiness import ECK_NOT_INSTALLED
 from esbench.planning.status import BENCHMARK_COMPLETE, CLUSTER_READY
 
 Condition = tuple[str, bool, str, str]  # (type, met, reason, message)
-WAITING_FOR_CLUSTER = (BENCHMARK_COMPLETE, False, Reason.WAITING_FOR_CLUSTER, "The race starts once the cluster is ready")
+RACE_WAITS_FOR_CLUSTER: Condition = (BENCHMARK_COMPLETE, False, Reason.WAITING_FOR_CLUSTER, "The race starts once the cluster is ready")
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ class Event:
 
 @dataclass(frozen=True)
 class Write:
-    """A status write that does not end the Experiment, after the EVENT (if any) announcing it."""
+    """A status write, after the EVENT (if any) that announces it."""
 
     phase: Phase
     reason: str
@@ -97,7 +97,7 @@ def use_cluster(body: dict[str, Any], experiment: manifests.Experiment, now: dat
     if experiment.cluster:
         fields["clusterName"] = experiment.cluster
     return Write(Phase.PROVISIONING, Reason.WAITING_FOR_CLUSTER, message, fields,
-                 ((CLUSTER_READY, False, Reason.WAITING_FOR_CLUSTER, message), WAITING_FOR_CLUSTER),
+                 ((CLUSTER_READY, False, Reason.WAITING_FOR_CLUSTER, message), RACE_WAITS_FOR_CLUSTER),
                  Event("Normal", Reason.PROVISIONING, message))
 
 
@@ -128,7 +128,7 @@ def provision(body: dict[str, Any], experiment: manifests.Experiment, es: dict[s
     waiting = readiness.readiness(es).message if es else message
     return Write(Phase.PROVISIONING, Reason.PROVISIONING, message,
                  {"startTime": started, "clusterName": experiment.cluster, "raceId": experiment.race_id},
-                 ((CLUSTER_READY, False, Reason.PROVISIONING, waiting), WAITING_FOR_CLUSTER),
+                 ((CLUSTER_READY, False, Reason.PROVISIONING, waiting), RACE_WAITS_FOR_CLUSTER),
                  Event("Normal", Reason.PROVISIONING, message))
 
 
