@@ -10,8 +10,9 @@ import pytest
 from esbench.api import models
 from esbench.controller import handlers
 from esbench.controller.config import Settings
+from esbench.controller.experimentstate import race_ended
 from esbench.controller.kube import ECK_GROUP, ECK_PLURAL, ECK_VERSION, Gone
-from esbench.controller.lifecycle import Reconciler, RetryLater, race_ended
+from esbench.controller.lifecycle import Reconciler, RetryLater
 from esbench.controller.wakeups import Agenda
 from tests.support.standin_eck import eck_status
 

@@ -21,8 +21,9 @@ from esbench.api import models
 from esbench.api.models import EXPERIMENT_LABEL, SCHEDULE_LABEL, SWEEP_LABEL
 from esbench.controller import metrics
 from esbench.controller.config import Settings
+from esbench.controller.experimentstate import race_ended
 from esbench.controller.kube import ECK_GROUP, ECK_PLURAL, ECK_VERSION, BoundedApiClient, Gone, Kube
-from esbench.controller.lifecycle import Reconciler, RetryLater, race_ended
+from esbench.controller.lifecycle import Reconciler, RetryLater
 from esbench.controller.schedules import ScheduleReconciler
 from esbench.controller.sweeps import SweepReconciler
 from esbench.controller.wakeups import Agenda, next_look

@@ -6,38 +6,33 @@ any event, on a timer, and after an operator restart. Children are created get-o
 deterministic name, and results are written to the status in the same patch that ends the
 Experiment, so a retried or repeated call never makes a second cluster, a second Job or a
 second copy of the results.
+
+Each step reads, asks experimentstate.py (pure) what follows from what it read, and applies that:
+the Event, the status write, the end with its cleanup.
 """
 
 from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import ValidationError
 
-from esbench.analysis import contrasts, foreignwrites
-from esbench.api.models import (
-    KIND,
-    SWEEP_LABEL,
-    TERMINAL_PHASES,
-    CleanupPolicy,
-    Environment,
-    ExperimentStatus,
-    KubernetesEnvironment,
-    Phase,
-    lifecycle_setting,
-)
-from esbench.api.race_report import RaceReport, UnreadableReport, decode_report
+from esbench.analysis import foreignwrites
+from esbench.api.models import SWEEP_LABEL, TERMINAL_PHASES, Environment, KubernetesEnvironment, Phase
+from esbench.api.race_report import RaceReport
 from esbench.api.reasons import Reason
-from esbench.controller import disruption, platform
+from esbench.controller import disruption, experimentstate, platform
 from esbench.controller.config import Settings
+from esbench.controller.experimentstate import End, LookAgain, RaceFailure, ReadReport, StartRace, Write, race_ended
 from esbench.controller.kube import KindNotServed, Kube, Rejected
-from esbench.controller.reconciling import ECK_NOT_INSTALLED, EventSink, KeyedLocks, delete_cluster
+from esbench.controller.reconciling import EventSink, KeyedLocks, delete_cluster
 from esbench.controller.storewriter import record_in_store
 from esbench.history import records
 from esbench.history.esstore import ElasticsearchStore
-from esbench.planning import manifests, names, readiness, status
-from esbench.planning.status import BENCHMARK_COMPLETE, CLUSTER_READY, recorded
+from esbench.planning import manifests, names
+from esbench.planning.status import recorded
 
 
 class RetryLater(Exception):
@@ -77,8 +72,7 @@ class Reconciler:
                 if phase in TERMINAL_PHASES:  # failed as InvalidSpec: it never made anything
                     self._expire(body)
                     return body
-                body = self._update(body, Phase.FAILED, Reason.INVALID_SPEC, message, {"completionTime": status.now()},
-                                    (BENCHMARK_COMPLETE, False, Reason.INVALID_SPEC, message))
+                body = self._write(body, experimentstate.invalid_spec(message, datetime.now(UTC)))
                 self.emit(body, "Warning", Reason.INVALID_SPEC, message)
                 return body
             if phase in TERMINAL_PHASES:
@@ -106,123 +100,33 @@ class Reconciler:
                                                 image_pull_policy=self.settings.rally_image_pull_policy)
 
     def _provision(self, body: dict[str, Any], experiment: manifests.Experiment) -> dict[str, Any]:
-        current = body.get("status") or {}
-        started = current.get("startTime") or status.now()
         if not experiment.owns_cluster:
-            message = (f"Using Elasticsearch cluster {experiment.cluster}, which this Experiment does not own"
-                       if experiment.cluster else f"Using the external cluster at {experiment.spec.target.external.url}")
-            fields = {"startTime": started, "raceId": experiment.race_id}
-            if experiment.cluster:
-                fields["clusterName"] = experiment.cluster
-            self.emit(body, "Normal", Reason.PROVISIONING, message)
-            return self._update(body, Phase.PROVISIONING, Reason.WAITING_FOR_CLUSTER, message, fields,
-                                (CLUSTER_READY, False, Reason.WAITING_FOR_CLUSTER, message),
-                                (BENCHMARK_COMPLETE, False, Reason.WAITING_FOR_CLUSTER, "The race starts once the cluster is ready"))
+            return self._apply(body, experiment, experimentstate.use_cluster(body, experiment, datetime.now(UTC)))
         try:
             created = self.kube.create_elasticsearch(self._elasticsearch_manifest(experiment))
         except KindNotServed:
-            if _waited_for_cluster(body, experiment):
-                return self._finish(body, experiment, False, Reason.ECK_NOT_INSTALLED, ECK_NOT_INSTALLED)
-            if current.get("phase") != Phase.PENDING:
-                self.emit(body, "Warning", Reason.ECK_NOT_INSTALLED, ECK_NOT_INSTALLED)
-            return self._update(body, Phase.PENDING, Reason.ECK_NOT_INSTALLED, ECK_NOT_INSTALLED, {"startTime": started},
-                                (CLUSTER_READY, False, Reason.ECK_NOT_INSTALLED, ECK_NOT_INSTALLED))
+            return self._apply(body, experiment, experimentstate.eck_missing(body, experiment, datetime.now(UTC)))
         except Rejected as rejected:
-            return self._finish(body, experiment, False, Reason.CLUSTER_REJECTED, str(rejected))
+            return self._finish(body, experiment, End(Reason.CLUSTER_REJECTED, str(rejected)))
         es = created or self.kube.get_elasticsearch(experiment.namespace, experiment.cluster)
-        if es is not None and not _owned(es, experiment):
-            if _left_by_namesake(es, experiment) and not _waited_for_cluster(body, experiment):
-                message = (f"Waiting for Elasticsearch {experiment.cluster}, left by a deleted Experiment of the "
-                           "same name, to be garbage-collected")
-                return self._update(body, Phase.PENDING, Reason.PREVIOUS_CLUSTER_DELETING, message, {"startTime": started},
-                                    (CLUSTER_READY, False, Reason.PREVIOUS_CLUSTER_DELETING, message))
-            return self._finish(body, experiment, False, Reason.CLUSTER_NAME_CONFLICT, _conflict("Elasticsearch", es))
-        message = f"Creating Elasticsearch cluster {experiment.cluster} ({experiment.spec.elasticsearch.version})"
-        # What the first readiness check will say, said now: one status write fewer per Experiment.
-        waiting = readiness.readiness(es).message if es else message
-        self.emit(body, "Normal", Reason.PROVISIONING, message)
-        return self._update(
-            body, Phase.PROVISIONING, Reason.PROVISIONING, message,
-            {"startTime": started, "clusterName": experiment.cluster, "raceId": experiment.race_id},
-            (CLUSTER_READY, False, Reason.PROVISIONING, waiting),
-            (BENCHMARK_COMPLETE, False, Reason.WAITING_FOR_CLUSTER, "The race starts once the cluster is ready"),
-        )
+        return self._apply(body, experiment, experimentstate.provision(body, experiment, es, datetime.now(UTC)))
 
     def _await_cluster(self, body: dict[str, Any], experiment: manifests.Experiment,
                        seen: dict[str, Any] | None) -> dict[str, Any]:
         es = None
-        if experiment.cluster is None:
-            # An external cluster: the runner waits for it to answer (within raceTimeoutSeconds).
-            verdict = readiness.Readiness(True, f"External cluster {experiment.spec.target.external.url}")
-        else:
+        if experiment.cluster is not None:
             if seen is not None and seen["metadata"]["name"] == experiment.cluster:  # not any labelled one
                 es = seen
             else:
                 es = self.kube.get_elasticsearch(experiment.namespace, experiment.cluster)
             if es is None:
                 return self._cluster_missing(body, experiment)
-            if experiment.owns_cluster and not _owned(es, experiment):
-                return self._finish(body, experiment, False, Reason.CLUSTER_NAME_CONFLICT, _conflict("Elasticsearch", es))
-            # ECK says why only in an Event, which no watch of ours brings: until it is there, look
-            # again at each resync, and the cluster is just not ready.
-            if readiness.invalid(es):
-                if reasons := self.kube.warning_messages(es, "Validation"):
-                    return self._finish(body, experiment, False, Reason.CLUSTER_INVALID,
-                                        f"ECK refuses Elasticsearch {experiment.cluster}: {reasons[-1]}")
-                if not _waited_for_cluster(body, experiment):
-                    raise RetryLater(f"ECK marked Elasticsearch {experiment.cluster} Invalid; its reason is to come")
-            # A cluster used before (e.g. by the previous run of a sweep) may hold an index with
-            # replicas it cannot assign: yellow. The race's own health check decides for its index.
-            verdict = readiness.readiness(es, accept_yellow=not experiment.owns_cluster)
-        if not verdict.ready:
-            if _waited_for_cluster(body, experiment):
-                timeout = experiment.spec.lifecycle.cluster_ready_timeout_seconds
-                message = f"Cluster not ready after {timeout}s. {verdict.message}"
-                return self._finish(body, experiment, False, Reason.CLUSTER_NOT_READY, message)
-            current = status.condition(body.get("status") or {}, CLUSTER_READY) or {}
-            if current.get("message") != verdict.message:  # say what it waits for, once per change
-                return self._update(body, Phase.PROVISIONING, body["status"].get("reason") or Reason.PROVISIONING,
-                                    body["status"].get("message") or verdict.message, {},
-                                    (CLUSTER_READY, False, current.get("reason") or Reason.PROVISIONING, verdict.message))
-            return body
-        recordings_from = None
-        if experiment.spec.profile:
-            recordings_from = manifests.recordings_sources(experiment.cluster, experiment.namespace, es)
-            if recordings_from is None:
-                message = (f"spec.profile: the nodes of Elasticsearch {experiment.cluster} record no profile (esbench "
-                           "starts the profiler with the clusters it makes for a profiled Experiment or sweep)")
-                return self._finish(body, experiment, False, Reason.INVALID_SPEC, message)
-        job = manifests.rally_job_manifest(experiment, manifests.connection(experiment, es),
-                                          self.settings.rally_image, self.settings.rally_image_pull_policy,
-                                          self.settings.job_deadline_grace_seconds, self.settings.rally_resources,
-                                          recordings_from)
-        try:
-            created = self.kube.create_job(job)
-        except Rejected as rejected:
-            return self._finish(body, experiment, False, Reason.JOB_REJECTED, str(rejected))
-        # One of that name exists: ours (made before a crash) or a stranger's.
-        stale = None if created else self.kube.get_job(experiment.namespace, job["metadata"]["name"])
-        if not created and stale is None:
-            return body  # gone since it was in the way: the next pass creates ours
-        if stale is not None and not _owned(stale, experiment):
-            if _left_by_namesake(stale, experiment) and not _waited_for_cluster(body, experiment):
-                return body  # the garbage collector is removing it; a resync creates ours after
-            return self._finish(body, experiment, False, Reason.JOB_NAME_CONFLICT, _conflict("Job", stale))
-        message = f"{verdict.message}; Rally Job {job['metadata']['name']} started"
-        self.emit(body, "Normal", Reason.BENCHMARKING, message)
-        fields = {"clusterReadyTime": status.now(), "jobName": job["metadata"]["name"]}
-        if verdict.version:
-            fields["clusterVersion"] = verdict.version
-        if es is not None and experiment.owns_cluster:  # what the cleanup deletes, without reading it again
-            fields["clusterUID"] = es["metadata"]["uid"]
-        body = self._update(
-            body, Phase.BENCHMARKING, Reason.BENCHMARKING, message, fields,
-            (CLUSTER_READY, True, Reason.CLUSTER_READY, verdict.message),
-            (BENCHMARK_COMPLETE, False, Reason.RUNNING, f"Rally race {experiment.race_id} is running"),
-        )
-        # A Job made before a crash may have ended meanwhile; one made now has not: its end comes
-        # as its watch event.
-        return self._await_race(body, experiment, stale) if stale is not None else body
+        refusals = (self.kube.warning_messages(es, "Validation")
+                    if es is not None and experimentstate.needs_eck_reason(experiment, es) else [])
+        step = experimentstate.await_cluster(body, experiment, es, refusals, datetime.now(UTC))
+        if isinstance(step, StartRace):
+            return self._start_race(body, experiment, es, step)
+        return self._apply(body, experiment, step)
 
     def _cluster_missing(self, body: dict[str, Any], experiment: manifests.Experiment) -> dict[str, Any]:
         """There is no cluster under test (yet): a missing own cluster is asked for again."""
@@ -230,61 +134,61 @@ class Reconciler:
             try:
                 self.kube.create_elasticsearch(self._elasticsearch_manifest(experiment))
             except Rejected as rejected:
-                return self._finish(body, experiment, False, Reason.CLUSTER_REJECTED, str(rejected))
-        elif _waited_for_cluster(body, experiment):
-            return self._finish(body, experiment, False, Reason.CLUSTER_NOT_FOUND,
-                                f"Elasticsearch {experiment.cluster} (spec.target.elasticsearchRef) does not exist "
-                                f"in namespace {experiment.namespace}")
-        return body
+                return self._finish(body, experiment, End(Reason.CLUSTER_REJECTED, str(rejected)))
+            return body
+        return self._apply(body, experiment, experimentstate.cluster_not_found(body, experiment, datetime.now(UTC)))
+
+    def _start_race(self, body: dict[str, Any], experiment: manifests.Experiment, es: dict[str, Any] | None,
+                    start: StartRace) -> dict[str, Any]:
+        job = manifests.rally_job_manifest(experiment, manifests.connection(experiment, es),
+                                          self.settings.rally_image, self.settings.rally_image_pull_policy,
+                                          self.settings.job_deadline_grace_seconds, self.settings.rally_resources,
+                                          start.recordings_from)
+        job_name = job["metadata"]["name"]
+        try:
+            created = self.kube.create_job(job)
+        except Rejected as rejected:
+            return self._finish(body, experiment, End(Reason.JOB_REJECTED, str(rejected)))
+        # One of that name exists: ours (made before a crash) or a stranger's.
+        stale = None if created else self.kube.get_job(experiment.namespace, job_name)
+        step = experimentstate.race_started(body, experiment, es, start, job_name, created, stale, datetime.now(UTC))
+        body = self._apply(body, experiment, step)
+        # A Job made before a crash may have ended meanwhile; one made now has not: its end comes
+        # as its watch event.
+        return self._await_race(body, experiment, stale) if isinstance(step, Write) and stale is not None else body
 
     def _await_race(self, body: dict[str, Any], experiment: manifests.Experiment, job: dict[str, Any] | None,
-                    race_output: Future[tuple[dict[str, Any] | None, str | None]] | None = None) -> dict[str, Any]:
+                    race_output: Future[tuple[dict[str, Any] | None, str]] | None = None) -> dict[str, Any]:
         job_name = names.job_name(experiment.name)
         job = job or self.kube.get_job(experiment.namespace, job_name)
-        if job is None:
-            return self._finish(body, experiment, False, Reason.JOB_DELETED,
-                                f"Rally Job {job_name} was deleted before it finished")
-        if not _owned(job, experiment):
-            return self._finish(body, experiment, False, Reason.JOB_NAME_CONFLICT, _conflict("Job", job))
-        if not race_ended(job):
-            return body
-        finished = _true_conditions(job)
-        failed = finished.get("Failed") or finished.get("FailureTarget")
-        if failed and failed.get("reason") == "DeadlineExceeded":
-            timeout = experiment.spec.lifecycle.race_timeout_seconds
-            return self._finish(body, experiment, False, Reason.RACE_TIMEOUT, f"The race did not finish within {timeout}s")
+        step = experimentstate.job_end(experiment, job_name, job)
+        if not isinstance(step, ReadReport):
+            return self._apply(body, experiment, step)
         pod, log = race_output.result() if race_output else self._race_output(experiment.namespace, job_name)
-        if pod is None:
-            return self._race_failed(body, experiment, None, Reason.RESULTS_UNAVAILABLE,
-                                     f"The pod of Job {job_name} is gone")
         # Read while the report is decoded and stored. (Wasted on a race that ends without results,
         # which is rare.)
-        environment = self.side_reads.submit(self._kubernetes_environment, experiment, pod)
-        try:
-            report = decode_report(log)
-        except UnreadableReport as error:
-            return self._race_failed(body, experiment, pod, Reason.RESULTS_UNREADABLE, f"Rally Job {job_name}: {error}")
-        if report is None:
-            exit_code = _exit_code(pod)
-            message = f"Rally Job {job_name} ended (exit code {exit_code}) without a report. Log tail:\n"
-            return self._race_failed(body, experiment, pod, Reason.JOB_FAILED, message + status.log_excerpt(log))
+        environment = self.side_reads.submit(self._kubernetes_environment, experiment, pod) if pod is not None else None
+        report = experimentstate.race_report(job_name, pod, log)
+        if isinstance(report, RaceFailure):
+            return self._race_failed(body, experiment, pod, report)
+        assert pod is not None and environment is not None  # a report is read only from a pod's log
         return self._collect(body, experiment, report, environment, pod)
 
-    def _race_output(self, namespace: str, job_name: str) -> tuple[dict[str, Any] | None, str | None]:
-        """The pod of an ended Job (None when it is gone) and its log."""
+    def _race_output(self, namespace: str, job_name: str) -> tuple[dict[str, Any] | None, str]:
+        """The pod of an ended Job (None, with no log, when it is gone) and its log."""
         pod = self.kube.job_pod(namespace, job_name)
         if pod is None:
-            return None, None
+            return None, ""
         try:
             return pod, self.kube.pod_log(namespace, pod["metadata"]["name"])
         except Exception as error:  # the kubelet may be briefly unreachable: try again on resync
             raise RetryLater(f"Cannot read the log of {pod['metadata']['name']} yet: {error}") from error
 
     def _race_failed(self, body: dict[str, Any], experiment: manifests.Experiment, pod: dict[str, Any] | None,
-                     reason: str, message: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Ends a race that failed as REASON, MESSAGE (the runner's view), or with the cause its
-        pods show instead (disruption.py), read now: the Rally POD, the cluster and its pods. A
-        cluster that cannot be read now is left out: the runner's failure is still worth saying."""
+                     failure: RaceFailure, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Ends a race that failed (the runner's view), or with the cause its pods show instead
+        (disruption.py), read now: the Rally POD, the cluster and its pods. A cluster that cannot
+        be read now is left out: the runner's failure is still worth saying."""
         cluster, es, es_pods = experiment.cluster, None, []
         if cluster:
             try:
@@ -293,8 +197,8 @@ class Reconciler:
             except Exception:  # whatever the API layer raised: the runner's view stands
                 cluster = None
         facts = disruption.RaceFacts((body.get("status") or {}).get("clusterReadyTime"), pod, cluster, es, es_pods)
-        reason, message = disruption.cause(facts, reason, message)
-        return self._finish(body, experiment, False, reason, message, extra)
+        reason, message = disruption.cause(facts, failure.reason, failure.message)
+        return self._finish(body, experiment, End(reason, message), extra)
 
     def _collect(self, body: dict[str, Any], experiment: manifests.Experiment, report: RaceReport,
                  kubernetes: Future[tuple[KubernetesEnvironment, Exception | None]],
@@ -318,15 +222,11 @@ class Reconciler:
             report.results.environment = environment
             for warning in foreignwrites.warnings(report.results):
                 self.emit(body, "Warning", Reason.MEASUREMENT_SUSPECT, warning)
-            extra["results"] = report.results.to_wire()
-            extra["headline"] = status.headline(report.results)
-            if experiment.spec.workload.contrasts:
-                extra["contrasts"] = contrasts.to_wire([report.results], experiment.spec.workload)
-        if report.succeeded:
-            return self._finish(body, experiment, True, Reason.RACE_SUCCEEDED, "Race finished; results collected", extra)
-        failure = report.failure
-        reason, message = (failure.kind.value, failure.message) if failure else (Reason.RACE_FAILED, "Race failed")
-        return self._race_failed(body, experiment, pod, reason, status.redact(message), extra)
+            extra.update(experimentstate.results_fields(experiment, report.results))
+        verdict = experimentstate.report_verdict(report)
+        if isinstance(verdict, End):
+            return self._finish(body, experiment, verdict, extra)
+        return self._race_failed(body, experiment, pod, verdict, extra)
 
     def _keep(self, body: dict[str, Any], configmap: dict[str, Any], not_stored: Reason) -> str | None:
         """CONFIGMAP created, its name; else None, said in a Warning Event (NOT_STORED). One of that
@@ -364,28 +264,20 @@ class Reconciler:
             return record, error
         return record, None
 
-    def _finish(self, body, experiment, succeeded: bool, reason: str, message: str,
+    def _finish(self, body: dict[str, Any], experiment: manifests.Experiment, end: End,
                 extra: dict[str, Any] | None = None) -> dict[str, Any]:
-        phase = Phase.SUCCEEDED if succeeded else Phase.FAILED
-        conditions = [(BENCHMARK_COMPLETE, succeeded, reason, message)]
-        if not ((body.get("status") or {}).get("clusterVersion")):  # never became ready
-            conditions.append((CLUSTER_READY, False, reason, message))
-        updated = self._update(
-            body, phase, reason, message, {"completionTime": status.now(), **(extra or {})}, *conditions
-        )
+        updated = self._write(body, experimentstate.ending(body, end, datetime.now(UTC), extra))
         try:
-            self._release_cluster(body, experiment, succeeded, just_finished=True)
+            self._release_cluster(body, experiment, end.succeeded, just_finished=True)
         finally:
             # Last: an Event that cannot be posted must not skip the cleanup, and whoever sees it
             # knows the cleanup has been decided (one that failed now is tried again by the resync).
-            self.emit(body, "Normal" if succeeded else "Warning", reason, message)
+            self.emit(body, "Normal" if end.succeeded else "Warning", end.reason, end.message)
         return self._record(updated)
 
     def _release_cluster(self, body: dict[str, Any], experiment: manifests.Experiment, succeeded: bool,
                          just_finished: bool = False) -> None:
-        policy = experiment.spec.lifecycle.cleanup
-        delete = policy == CleanupPolicy.DELETE or (policy == CleanupPolicy.KEEP_ON_FAILURE and succeeded)
-        if not (delete and experiment.owns_cluster):  # a cluster it only uses is never deleted
+        if not experimentstate.deletes_cluster(experiment, succeeded):
             return
         # Just finished: the cluster the race ran on (recorded when it was ready) is deleted by its
         # UID. Any other time (a restart, the cluster's own events), it may be gone or going already:
@@ -393,7 +285,7 @@ class Reconciler:
         uid = (body.get("status") or {}).get("clusterUID") if just_finished else None
         if uid is None:
             es = self.kube.get_elasticsearch(experiment.namespace, experiment.cluster)
-            if es is None or not _owned(es, experiment) or es["metadata"].get("deletionTimestamp"):
+            if es is None or not experimentstate.owned(es, experiment) or es["metadata"].get("deletionTimestamp"):
                 return
             uid = es["metadata"]["uid"]
         if delete_cluster(self.kube, self.emit, body, experiment.cluster, uid):
@@ -415,82 +307,38 @@ class Reconciler:
         store = self.store
         return record_in_store(
             body, lambda: store.add(record), f"as race {record.race_id} (series {record.configuration})", self.emit,
-            lambda condition: self._update(body, Phase(state["phase"]), state["reason"], state["message"], {}, condition))
+            lambda condition: self._write(body, Write(Phase(state["phase"]), state["reason"], state["message"],
+                                                      conditions=(condition,))))
 
     def _race_json(self, body: dict[str, Any], configmap: str) -> dict[str, Any] | None:
         found = self.kube.get_configmap(body["metadata"]["namespace"], configmap)
         return manifests.race_json_of(found) if found else None
 
     def _expire(self, body: dict[str, Any]) -> None:
-        ttl = lifecycle_setting(body["spec"], "ttlSecondsAfterFinished")
-        completed = (body.get("status") or {}).get("completionTime")
-        if ttl is not None and completed and status.past(completed, ttl) and self._recorded_by_its_sweep(body):
+        if experimentstate.expired(body, datetime.now(UTC)) and self._recorded_by_its_sweep(body):
             self.kube.delete_experiment(body["metadata"]["namespace"], body["metadata"]["name"])
 
     def _recorded_by_its_sweep(self, body: dict[str, Any]) -> bool:
-        """A sweep's run goes only once the sweep has recorded how it ended (status.runs), or its
-        results would go with it."""
         sweep_name = (body["metadata"].get("labels") or {}).get(SWEEP_LABEL)
         if not sweep_name:
             return True
-        sweep = self.kube.get_sweep(body["metadata"]["namespace"], sweep_name)
-        if sweep is None:
-            return True
-        records = (sweep.get("status") or {}).get("runs") or []
-        return any(r.get("name") == body["metadata"]["name"] and r.get("phase") in TERMINAL_PHASES for r in records)
+        return experimentstate.recorded_by_sweep(body, self.kube.get_sweep(body["metadata"]["namespace"], sweep_name))
 
-    # --- helpers ---
+    # --- applying a step ---
 
-    def _update(self, body, phase: Phase, reason: str, message: str, fields: dict[str, Any],
-                *conditions: tuple[str, bool, str, str]) -> dict[str, Any]:
-        current = dict(body.get("status") or {})
-        now = status.now()
-        generation = body["metadata"].get("generation")
-        merged = current.get("conditions")
-        for type_, ok, cond_reason, cond_message in conditions:
-            merged = status.with_condition(merged, type_, ok, cond_reason, cond_message, now, generation)
-        patch = status.checked(ExperimentStatus, {"phase": phase.value, "reason": reason, "message": message,
-                                                  "observedGeneration": generation, "conditions": merged, **fields})
+    def _apply(self, body: dict[str, Any], experiment: manifests.Experiment,
+               step: Write | End | LookAgain | None) -> dict[str, Any]:
+        if step is None:
+            return body
+        if isinstance(step, LookAgain):
+            raise RetryLater(step.why)
+        if isinstance(step, End):
+            return self._finish(body, experiment, step)
+        if step.event is not None:
+            self.emit(body, step.event.type, step.event.reason, step.event.message)
+        return self._write(body, step)
+
+    def _write(self, body: dict[str, Any], write: Write) -> dict[str, Any]:
+        patch = experimentstate.patch(body, write, datetime.now(UTC))
         self.kube.patch_experiment_status(body["metadata"]["namespace"], body["metadata"]["name"], patch)
-        return {**body, "status": {**current, **patch}}
-
-
-
-def race_ended(job: dict[str, Any]) -> bool:
-    """Whether the Rally Job has ended, well or not. FailureTarget is the Job controller's decision
-    to fail: Failed follows only once the pod is gone."""
-    return bool({"Complete", "Failed", "FailureTarget"} & _true_conditions(job).keys())
-
-
-def _true_conditions(job: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {c["type"]: c for c in (job.get("status") or {}).get("conditions") or [] if c["status"] == "True"}
-
-
-def _waited_for_cluster(body: dict[str, Any], experiment: manifests.Experiment) -> bool:
-    """Whether every wait before the race (ECK, the cluster, a namesake's children) is over."""
-    return status.waited(body, experiment.spec.lifecycle.cluster_ready_timeout_seconds)
-
-
-def _owned(child: dict[str, Any], experiment: manifests.Experiment) -> bool:
-    """Whether a child found under our deterministic name is really ours, not a stranger's."""
-    return any(ref.get("uid") == experiment.uid for ref in child["metadata"].get("ownerReferences") or [])
-
-
-def _left_by_namesake(child: dict[str, Any], experiment: manifests.Experiment) -> bool:
-    """Whether a child belongs to a deleted Experiment of the same name (two cannot coexist):
-    the garbage collector is removing it, so it is worth waiting for rather than a conflict."""
-    return any(ref.get("kind") == KIND and ref.get("name") == experiment.name and ref.get("uid") != experiment.uid
-               for ref in child["metadata"].get("ownerReferences") or [])
-
-
-def _conflict(kind: str, child: dict[str, Any]) -> str:
-    name = child["metadata"]["name"]
-    return f"A {kind} named {name} already exists and does not belong to this Experiment; it was left untouched"
-
-
-def _exit_code(pod: dict[str, Any]) -> int | None:
-    for container in (pod.get("status") or {}).get("containerStatuses") or []:
-        terminated = (container.get("state") or {}).get("terminated")
-        if terminated:
-            return terminated.get("exitCode")
-    return None
+        return {**body, "status": {**(body.get("status") or {}), **patch}}

@@ -1,5 +1,5 @@
 """What the reconcilers of Experiments, sweeps and schedules share: one lock per object, where
-their Events go, the deletion of a cluster they made, and what they say when ECK is missing."""
+their Events go, and the deletion of a cluster they made."""
 
 from __future__ import annotations
 
@@ -13,12 +13,6 @@ from esbench.controller.kube import Kube, Rejected
 
 # (experiment body, event type "Normal"/"Warning", reason, message)
 EventSink = Callable[[dict[str, Any], str, str, str], None]
-
-
-ECK_NOT_INSTALLED = (
-    "The Elasticsearch kind (elasticsearch.k8s.elastic.co/v1) is not served by this API server: "
-    "install ECK (its CRDs and operator) first"
-)
 
 
 class KeyedLocks:

@@ -38,10 +38,11 @@ from esbench.api.models import (
 from esbench.api.reasons import Reason
 from esbench.controller.config import Settings
 from esbench.controller.kube import KindNotServed, Kube, Rejected
-from esbench.controller.reconciling import ECK_NOT_INSTALLED, EventSink, KeyedLocks, delete_cluster
+from esbench.controller.reconciling import EventSink, KeyedLocks, delete_cluster
 from esbench.controller.storewriter import record_in_store
 from esbench.history.esstore import ElasticsearchStore
 from esbench.planning import grid, manifests, status, sweepstate
+from esbench.planning.readiness import ECK_NOT_INSTALLED
 from esbench.planning.status import recorded
 
 

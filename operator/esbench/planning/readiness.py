@@ -5,6 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+# What an Experiment or a sweep says while the Elasticsearch kind is not served.
+ECK_NOT_INSTALLED = (
+    "The Elasticsearch kind (elasticsearch.k8s.elastic.co/v1) is not served by this API server: "
+    "install ECK (its CRDs and operator) first"
+)
+
 
 @dataclass(frozen=True)
 class Readiness:
