@@ -158,6 +158,53 @@ def test_fixed_rates_are_held_and_each_task_gets_the_node_cpu_of_its_own_window(
         assert steady.service_time.p50 > 0 and steady.throughput.mean > 0, name
 
 
+@pytest.mark.measures
+def test_a_capacity_search_probes_the_task_alone_on_the_races_index_and_ends_with_a_bracket(clusters, race):
+    """workload.capacity, reduced: few short probes of a query, after a race that built the index. Where the capacity lies depends on the host; what must hold does not: the search
+    ends for a reason of its own within its budget, the capacity is a rate that held and no
+    driver-limited one, and the probes did not index again."""
+    cluster = clusters.get(LATEST)
+    capacity = {"task": "range-1950s", "objective": {"metric": "latency.p90", "maxMilliseconds": 250},
+                "minTargetThroughput": 32, "maxTargetThroughput": 1024, "precisionPercent": 50, "maxProbes": 5,
+                "confirmations": 0, "probeSeconds": 3, "warmupSeconds": 1}
+    run = race(spec("range-queries", index={}, test_mode=False, trackParams={"doc_count": 5000},
+                    load={"clients": 4, "timePeriodSeconds": 2, "warmupTimePeriodSeconds": 1},
+                    capacity=capacity), cluster.url)
+    assert run.exit_code == 0, run.output
+    found = run.report.results.capacity
+    assert found is not None, run.output
+    assert found.stop in {"Converged", "BudgetSpent", "AboveRange", "DriverLimited"}, found.message
+    assert 1 <= len(found.probes) <= 5 and all(32 <= p.target_throughput <= 1024 for p in found.probes)
+    held = {p.target_throughput for p in found.probes if p.verdict == "Passed"}
+    assert found.capacity in held and found.capacity not in {
+        p.target_throughput for p in found.probes if p.verdict == "DriverLimited"}, found
+    assert found.upper is None or found.capacity < found.upper <= found.capacity * 1.5 or found.stop != "Converged"
+    # Four clients at a service time of milliseconds send a few hundred a second at most: said, not taken for the
+    # cluster's limit.
+    limited = [p for p in found.probes if p.verdict == "DriverLimited"]
+    assert all(p.driver and "clients" in p.driver for p in limited), limited
+    for probe in found.probes:
+        assert probe.throughput > 0 and probe.latency.p90 >= probe.service_time.p90 * 0.99 and probe.seconds > 4
+        assert probe.node_cpu_percent is not None, probe
+    documents = run.report.results.nodes[0].indexing_total
+    assert count_documents(cluster, index_name("range-queries")) == 5000 and documents is not None
+    assert run.output.count("--include-tasks=range-1950s") == len(found.probes), "each probe the task alone"
+
+
+def test_an_objective_no_rate_holds_is_below_the_range_after_one_probe_and_its_confirmation(clusters, race):
+    cluster = clusters.get(LATEST)
+    capacity = {"task": "range-1950s", "objective": {"metric": "service_time.p50", "maxMilliseconds": 0.001},
+                "minTargetThroughput": 5, "maxTargetThroughput": 50, "maxProbes": 4, "probeSeconds": 2,
+                "warmupSeconds": 0}
+    run = race(spec("range-queries", index={}, test_mode=False, trackParams={"doc_count": 1000},
+                    includeTasks=["index-append", "range-1950s"],
+                    load={"timePeriodSeconds": 1, "warmupTimePeriodSeconds": 0}, capacity=capacity), cluster.url)
+    assert run.exit_code == 0, run.output
+    found = run.report.results.capacity
+    assert (found.stop, found.capacity, found.upper) == ("BelowRange", None, 5), found.message
+    assert [(p.target_throughput, p.verdict) for p in found.probes] == [(5, "Failed"), (5, "Failed")]
+
+
 def test_a_bulk_size_in_bytes_becomes_documents_of_the_generated_corpus_and_the_mapping_variants_reach_the_index(
         clusters, race):
     """Also the index-size variants of study 004 (one race for both: the suite's time)."""

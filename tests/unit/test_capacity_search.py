@@ -96,7 +96,7 @@ def test_the_capacity_is_found_within_the_precision(noise):
     results = [searched(seed, noise) for seed in range(SEARCHES)]
     within = sum(within_precision(simulated, found, SETTINGS.precision) for simulated, found in results)
     assert within / SEARCHES >= 0.95, within
-    assert all(found.stop in (Stop.Converged, Stop.BudgetSpent) for _, found in results)
+    assert all(found.stop in (Stop.CONVERGED, Stop.BUDGET_SPENT) for _, found in results)
 
 
 @pytest.mark.parametrize(("noise", "most"), [(0.3, 0.05), (HIGH, 0.10)])
@@ -119,11 +119,11 @@ def test_a_driver_ceiling_below_the_capacity_is_never_reported_as_the_capacity()
         ceiling = server(seed, MODERATE).capacity(0) * np.random.default_rng(seed + SEARCHES).uniform(0.5, 0.9)
         results.append((ceiling, searched(seed, MODERATE, driver_ceiling=ceiling)[1]))
     assert all(found.capacity is not None and found.capacity < ceiling for ceiling, found in results)
-    limited = [found for _, found in results if found.stop is Stop.DriverLimited]
+    limited = [found for _, found in results if found.stop is Stop.DRIVER_LIMITED]
     assert len(limited) / SEARCHES >= 0.95
     assert all(found.confirmations >= SETTINGS.confirmations for found in limited)
-    assert all(found.stop is Stop.Converged and found.upper < ceiling
-               for ceiling, found in results if found.stop is not Stop.DriverLimited)
+    assert all(found.stop is Stop.CONVERGED and found.upper < ceiling
+               for ceiling, found in results if found.stop is not Stop.DRIVER_LIMITED)
 
 
 @pytest.mark.parametrize("noise", [MODERATE, HIGH])
@@ -143,13 +143,13 @@ def test_the_search_stops_within_its_budget_and_its_range_with_a_bracket_that_ri
 def test_a_capacity_below_the_range_is_said_so_with_none():
     results = [searched(seed, MODERATE, SearchSettings(low=3000.0, high=10_000.0, precision=0.05, max_probes=24))[1]
                for seed in range(SEARCHES // 4)]
-    assert all(found.stop is Stop.BelowRange and found.capacity is None and found.upper == 3000.0 for found in results)
+    assert all(found.stop is Stop.BELOW_RANGE and found.capacity is None and found.upper == 3000.0 for found in results)
 
 
 def test_a_capacity_above_the_range_is_the_range_s_high_end():
     settings = SearchSettings(low=5.0, high=40.0, precision=0.05, max_probes=24)
     results = [searched(seed, MODERATE, settings)[1] for seed in range(SEARCHES // 4)]
-    assert all(found.stop is Stop.AboveRange and found.capacity == 40.0 and found.upper is None for found in results)
+    assert all(found.stop is Stop.ABOVE_RANGE and found.capacity == 40.0 and found.upper is None for found in results)
     assert all(found.confirmations == 1 for found in results)
 
 
@@ -161,12 +161,12 @@ def probe(rate: float, p99: float, *, achieved: float | None = None, errors: flo
 
 def test_a_probe_passes_only_if_it_held_the_rate_the_bound_and_the_error_rate():
     objective = Objective(metric="latency.p99", bound_ms=100.0, max_error_rate=0.01)
-    assert capacitysearch.judge(objective, probe(100, 100.0)) is Verdict.Passed
-    assert capacitysearch.judge(objective, probe(100, 101.0)) is Verdict.Failed
-    assert capacitysearch.judge(objective, probe(100, 50.0, errors=0.02)) is Verdict.Failed
-    assert capacitysearch.judge(objective, probe(100, 50.0, achieved=80)) is Verdict.Failed  # the cluster fell behind
-    assert capacitysearch.judge(objective, probe(100, 50.0, achieved=97)) is Verdict.Passed
-    assert capacitysearch.judge(objective, probe(100, 50.0, achieved=80, driver_limited=True)) is Verdict.DriverLimited
+    assert capacitysearch.judge(objective, probe(100, 100.0)) is Verdict.PASSED
+    assert capacitysearch.judge(objective, probe(100, 101.0)) is Verdict.FAILED
+    assert capacitysearch.judge(objective, probe(100, 50.0, errors=0.02)) is Verdict.FAILED
+    assert capacitysearch.judge(objective, probe(100, 50.0, achieved=80)) is Verdict.FAILED  # the cluster fell behind
+    assert capacitysearch.judge(objective, probe(100, 50.0, achieved=97)) is Verdict.PASSED
+    assert capacitysearch.judge(objective, probe(100, 50.0, achieved=80, driver_limited=True)) is Verdict.DRIVER_LIMITED
 
 
 def test_the_search_grows_then_bisects_geometrically_then_confirms():
@@ -178,7 +178,7 @@ def test_the_search_grows_then_bisects_geometrically_then_confirms():
     assert capacitysearch.next_rate(settings, OBJECTIVE, converged) == 200  # confirm the capacity
     assert capacitysearch.next_rate(settings, OBJECTIVE, [*converged, probe(200, 30)]) == 205  # and its bound
     found = capacitysearch.outcome(settings, OBJECTIVE, [*converged, probe(200, 30), probe(205, 400)])
-    assert (found.capacity, found.upper, found.confirmations, found.stop) == (200, 205, 1, Stop.Converged)
+    assert (found.capacity, found.upper, found.confirmations, found.stop) == (200, 205, 1, Stop.CONVERGED)
 
 
 def test_a_tie_is_probed_again_and_a_failed_confirmation_moves_the_bracket_down():
@@ -195,10 +195,25 @@ def test_the_driver_s_limit_stops_the_search_once_the_rate_below_is_confirmed():
     probes = [probe(100, 10), probe(200, 20), probe(400, 30, achieved=300, driver_limited=True)]
     assert capacitysearch.next_rate(settings, OBJECTIVE, probes) == 200
     found = capacitysearch.outcome(settings, OBJECTIVE, [*probes, probe(200, 25)])
-    assert (found.capacity, found.upper, found.confirmations, found.stop) == (200, None, 1, Stop.DriverLimited)
+    assert (found.capacity, found.upper, found.confirmations, found.stop) == (200, None, 1, Stop.DRIVER_LIMITED)
 
 
 def test_a_search_resumes_from_its_probes():
     simulated, found = searched(3, MODERATE)
     for done in range(len(found.probes)):
         assert capacitysearch.next_rate(SETTINGS, OBJECTIVE, found.probes[:done]) == found.probes[done].offered
+
+
+def test_a_search_out_of_time_or_with_a_failed_probe_stops_with_the_probes_so_far():
+    settings = SearchSettings(low=100.0, high=1000.0, precision=0.05, max_probes=20)
+    answers = iter([probe(100, 10), probe(200, 20)])
+    left = iter([True, True, False])
+    found = capacitysearch.search(settings, OBJECTIVE, lambda rate: next(answers), lambda: next(left))
+    assert (found.capacity, found.stop, len(found.probes)) == (200, Stop.OUT_OF_TIME, 2)
+
+    def fails_at_400(rate: float) -> Probe:
+        if rate == 400:
+            raise capacitysearch.ProbeFailed()
+        return probe(rate, 10)
+    found = capacitysearch.search(settings, OBJECTIVE, fails_at_400)
+    assert (found.capacity, found.stop, [p.offered for p in found.probes]) == (200, Stop.PROBE_FAILED, [100, 200])

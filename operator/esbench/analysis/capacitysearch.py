@@ -19,6 +19,7 @@ the search stops there and reports the highest confirmed rate below it, saying t
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -67,17 +68,23 @@ class Probe:
 
 
 class Verdict(StrEnum):
-    Passed = "Passed"
-    Failed = "Failed"
-    DriverLimited = "DriverLimited"
+    PASSED = "Passed"
+    FAILED = "Failed"
+    DRIVER_LIMITED = "DriverLimited"
 
 
 class Stop(StrEnum):
-    Converged = "Converged"  # the bracket is within the precision
-    BudgetSpent = "BudgetSpent"
-    BelowRange = "BelowRange"  # the low end of the range already fails
-    AboveRange = "AboveRange"  # the high end of the range holds: the capacity is at least that
-    DriverLimited = "DriverLimited"  # the driver could not go higher: the capacity is at least the one reported
+    CONVERGED = "Converged"  # the bracket is within the precision
+    BUDGET_SPENT = "BudgetSpent"  # max_probes probes made
+    BELOW_RANGE = "BelowRange"  # the low end of the range already fails
+    ABOVE_RANGE = "AboveRange"  # the high end of the range holds: the capacity is at least that
+    DRIVER_LIMITED = "DriverLimited"  # the driver could not go higher: the capacity is at least the one reported
+    OUT_OF_TIME = "OutOfTime"  # the next probe would not end within the time left
+    PROBE_FAILED = "ProbeFailed"  # a probe could not be measured (its race failed)
+
+
+class ProbeFailed(Exception):
+    """Raised by `search`'s measure: the probe has no figures; the search stops with those so far."""
 
 
 @dataclass(frozen=True)
@@ -94,10 +101,10 @@ class Capacity:
 
 def judge(objective: Objective, probe: Probe) -> Verdict:
     if probe.driver_limited:
-        return Verdict.DriverLimited
+        return Verdict.DRIVER_LIMITED
     if probe.error_rate > objective.max_error_rate or probe.achieved < probe.offered * (1 - SHORTFALL):
-        return Verdict.Failed
-    return Verdict.Passed if probe.percentiles[objective.metric] <= objective.bound_ms else Verdict.Failed
+        return Verdict.FAILED
+    return Verdict.PASSED if probe.percentiles[objective.metric] <= objective.bound_ms else Verdict.FAILED
 
 
 @dataclass
@@ -124,12 +131,12 @@ def _tallies(objective: Objective, probes: Sequence[Probe]) -> tuple[dict[float,
     driver_limit = None
     for probe in probes:
         verdict = judge(objective, probe)
-        if verdict is Verdict.DriverLimited:
+        if verdict is Verdict.DRIVER_LIMITED:
             driver_limit = probe.offered if driver_limit is None else min(driver_limit, probe.offered)
             continue
         tally = tallies.setdefault(probe.offered, _Tally())
-        tally.passed += verdict is Verdict.Passed
-        tally.failed += verdict is Verdict.Failed
+        tally.passed += verdict is Verdict.PASSED
+        tally.failed += verdict is Verdict.FAILED
     return tallies, driver_limit
 
 
@@ -145,7 +152,7 @@ def _decide(settings: SearchSettings, objective: Objective, probes: Sequence[Pro
 
     def decision(next_rate: float | None, stop: Stop | None) -> tuple[float | None, Capacity]:
         if next_rate is not None and len(probes) >= settings.max_probes:
-            next_rate, stop = None, Stop.BudgetSpent
+            next_rate, stop = None, Stop.BUDGET_SPENT
         confirmations = tallies[lower].passed - 1 if lower is not None else 0
         return next_rate, Capacity(capacity=lower, upper=upper, confirmations=confirmations, stop=stop,
                                    probes=tuple(probes))
@@ -163,17 +170,17 @@ def _decide(settings: SearchSettings, objective: Objective, probes: Sequence[Pro
     if tie is not None:
         return decision(tie, None)
     if driver_bounds:
-        return settle([lower], Stop.DriverLimited)
+        return settle([lower], Stop.DRIVER_LIMITED)
     if lower is None:
         if upper is not None:  # only the low end can fail with nothing holding below it
-            return settle([upper], Stop.BelowRange)
+            return settle([upper], Stop.BELOW_RANGE)
         return decision(settings.low, None)
     if upper is None:
         if lower >= settings.high:
-            return settle([lower], Stop.AboveRange)
+            return settle([lower], Stop.ABOVE_RANGE)
         return decision(min(lower * settings.growth, settings.high), None)
     if upper <= lower * (1 + settings.precision):
-        return settle([lower, upper], Stop.Converged)
+        return settle([lower, upper], Stop.CONVERGED)
     return decision(math.sqrt(lower * upper), None)
 
 
@@ -186,9 +193,16 @@ def outcome(settings: SearchSettings, objective: Objective, probes: Sequence[Pro
     return _decide(settings, objective, probes)[1]
 
 
-def search(settings: SearchSettings, objective: Objective, measure: Callable[[float], Probe]) -> Capacity:
-    """Probes, each measured by `measure` at the rate asked, until the search is over."""
+def search(settings: SearchSettings, objective: Objective, measure: Callable[[float], Probe],
+           affordable: Callable[[], bool] = lambda: True) -> Capacity:
+    """Probes, each measured by `measure` at the rate asked, until the search is over, the next
+    probe is not `affordable` (the time left), or one fails (ProbeFailed)."""
     probes: list[Probe] = []
     while (rate := next_rate(settings, objective, probes)) is not None:
-        probes.append(measure(rate))
+        if not affordable():
+            return dataclasses.replace(outcome(settings, objective, probes), stop=Stop.OUT_OF_TIME)
+        try:
+            probes.append(measure(rate))
+        except ProbeFailed:
+            return dataclasses.replace(outcome(settings, objective, probes), stop=Stop.PROBE_FAILED)
     return outcome(settings, objective, probes)

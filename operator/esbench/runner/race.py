@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import collections
+import dataclasses
 import gzip
 import json
 import os
@@ -32,17 +33,19 @@ import sys
 import threading
 import time
 import traceback
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from esbench.analysis import profiles
+from esbench.analysis import capacitysearch, profiles
 from esbench.api import models, validation
 from esbench.api.race_report import Failure, RaceReport, encode_report
 from esbench.api.reasons import Reason
 from esbench.runner import (
     allocation,
+    capacityprobes,
     corpus,
     environment,
     indexreuse,
@@ -362,7 +365,10 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
         profile_by_task(race, settings.profiler, run, summary, windows)
     read_index_layout(race, summary)
     summary.environment = describe_environment(race, root, summary, cluster_nodes, load_driver)
-    return classify_outcome(race, run, summary, race_json)
+    report = classify_outcome(race, run, summary, race_json)
+    if report.succeeded and settings.spec.workload.capacity:
+        summary.capacity = search_capacity(race, params, track_path, processors)
+    return report
 
 
 class CannotRace(Exception):
@@ -408,6 +414,16 @@ class Race:
     def remaining(self) -> float:
         """Seconds left of the race's budget, at least one."""
         return max(1.0, self.deadline - time.monotonic())
+
+    @property
+    def rally_log(self) -> Path:
+        return self.rally_home / ".rally" / "logs" / "rally.log"
+
+    def probe(self, spec: models.ExperimentSpec) -> Race:
+        """Another race on the same target, work dir and time budget: a capacity probe, unprofiled."""
+        probe = Race(dataclasses.replace(self.settings, spec=spec, race_id=str(uuid.uuid4()), profiler=None), self.out)
+        probe.deadline = self.deadline
+        return probe
 
     def make_work_dir(self) -> None:
         self.work_dir.mkdir(parents=True, exist_ok=True)
@@ -631,9 +647,13 @@ def summarize_race(race: Race, run: EsrallyRun) -> tuple[models.Results, dict[st
     return summary, race_json
 
 
-def read_task_windows(race: Race) -> dict[str, taskwindows.TaskWindow]:
-    rally_log = race.rally_home / ".rally" / "logs" / "rally.log"
-    return taskwindows.parse(rally_log.read_text(errors="replace")) if rally_log.exists() else {}
+def read_task_windows(race: Race, since: int = 0) -> dict[str, taskwindows.TaskWindow]:
+    """The tasks' windows in Rally's log, from byte `since` on (the log is the work dir's, for every race)."""
+    if not race.rally_log.exists():
+        return {}
+    with race.rally_log.open("rb") as log:
+        log.seek(since)
+        return taskwindows.parse(log.read().decode(errors="replace"))
 
 
 def attach_request_samples(race: Race, summary: models.Results, samples_file: Path) -> None:
@@ -710,6 +730,58 @@ def classify_outcome(race: Race, run: EsrallyRun, summary: models.Results,
         print(f"esbench: requests failed in {', '.join(failing)}, within workload.maxErrorRate "
               f"{spec.workload.max_error_rate}: measured, not fatal", file=race.out, flush=True)
     return RaceReport(succeeded=True, **common)
+
+
+def search_capacity(race: Race, params: dict[str, Any], track_path: Path | None,
+                    processors: dict[str, int]) -> models.CapacityResult:
+    """workload.capacity, after the race: each probe runs the task alone, at the rate the search asks
+    for, on the index the race left; a probe that cannot end within the race's time is not started."""
+    capacity = race.spec.workload.capacity
+    assert capacity is not None
+    spec = capacityprobes.probe_spec(race.spec)
+    objective = capacityprobes.objective(capacity)
+    clients = int(params.get("search_clients", 1))
+    per_probe = capacity.probe_seconds + capacity.warmup_seconds + models.PROBE_OVERHEAD_SECONDS
+    records: list[models.CapacityProbe] = []
+    problem = None
+    started = time.monotonic()
+
+    def measure(rate: float) -> capacitysearch.Probe:
+        nonlocal problem
+        began = time.monotonic()
+        probe_race = race.probe(spec)
+        print(f"esbench: capacity probe {len(records) + 1}: {capacity.task} at {rate:.4g} ops/s", file=race.out,
+              flush=True)
+        inputs = write_esrally_inputs(probe_race, capacityprobes.probe_params(params, capacity, rate), track_path)
+        cgroup_before = environment.read_cpu_cgroup()
+        log_start = race.rally_log.stat().st_size if race.rally_log.exists() else 0
+        try:
+            run = run_esrally_with_retries(probe_race, inputs, params)
+        except CannotRace as cannot:
+            problem = cannot.message
+            raise capacitysearch.ProbeFailed from cannot
+        driver = measure_load_driver(probe_race, cgroup_before)
+        summary, _ = summarize_race(probe_race, run)
+        task = next((t for t in summary.tasks if t.task == capacity.task), None)
+        if run.status != 0 or task is None:
+            problem = race.redact(rally.rally_error(run.output) or f"esrally exited with status {run.status}"
+                                  if run.status != 0 else f"the probe's race has no task {capacity.task}")
+            raise capacitysearch.ProbeFailed
+        attribute_to_tasks(summary, read_task_windows(probe_race, since=log_start), run.samples, processors)
+        why = capacityprobes.driver_limit(rate, task, driver, clients)
+        probe = capacityprobes.measured(rate, task, why)
+        verdict = capacitysearch.judge(objective, probe)
+        records.append(capacityprobes.probe_record(probe, task, verdict, why, time.monotonic() - began))
+        print(f"esbench: capacity probe at {rate:.4g} ops/s: {verdict.value}, achieved {probe.achieved:.4g} ops/s, "
+              f"{objective.metric} {probe.percentiles.get(objective.metric, float('nan')):.1f} ms"
+              + (f"; {why}" if why else ""), file=race.out, flush=True)
+        return probe
+
+    found = capacitysearch.search(capacityprobes.settings(capacity), objective, measure,
+                                  lambda: race.remaining() > per_probe)
+    answer = capacityprobes.result(capacity, found, records, time.monotonic() - started, problem)
+    print(f"esbench: capacity of {capacity.task} under {answer.objective}: {answer.message}", file=race.out, flush=True)
+    return answer
 
 
 def attribute_to_tasks(

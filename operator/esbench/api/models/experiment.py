@@ -319,6 +319,51 @@ class Contrast(Model):
         None, max_length=20, description=f"As in esbench compare; default {_DEFAULT_CONTRAST_METRICS}.")
 
 
+# The percentiles Rally reports for a task, which a capacity objective may bound.
+CAPACITY_METRICS = tuple(f"{kind}.{p}" for kind in ("latency", "service_time") for p in ("p50", "p90", "p99", "p100"))
+# What a capacity probe costs beyond its warm-up and measured time: esrally's start and the track's
+# load (about 15 s on a 2-core host), with room; admission counts it against raceTimeoutSeconds.
+PROBE_OVERHEAD_SECONDS = 30
+
+
+class CapacityObjective(Model):
+    """What the task must keep at a rate for the rate to count as held."""
+
+    metric: Literal[CAPACITY_METRICS] = Field(description=(
+        "A percentile Rally reports: latency (from the request's scheduled start, so the wait for a late send "
+        "counts) or service_time (from its send)."))
+    max_milliseconds: float = Field(gt=0, description="The percentile's bound.")
+    max_error_rate: float = Field(0, ge=0, le=1, description="The highest share of requests in error.")
+
+
+class Capacity(Model):
+    """The highest rate the task holds under the objective, searched after the race on its index:
+    each probe runs the task alone at a target throughput (Rally's schedule), its warm-up left out."""
+
+    model_config = ConfigDict(json_schema_extra=rules((
+        "self.minTargetThroughput < self.maxTargetThroughput",
+        "workload.capacity.minTargetThroughput must be below maxTargetThroughput: an empty range has no rate to "
+        "search")))
+
+    task: TaskName = Field(description="The task searched: a search task of the track (workload.load applies to it).")
+    objective: CapacityObjective
+    min_target_throughput: float = Field(gt=0, description="Operations per second of the first probe.")
+    max_target_throughput: float = Field(gt=0, description="The highest rate probed: above it, capacity is AboveRange.")
+    precision_percent: float = Field(
+        5, ge=1, le=100, description="The search ends when the lowest failing rate is within this much above the "
+                                     "highest holding one.")
+    max_probes: int = Field(12, ge=2, le=40, description="Probes at most, confirmations included.")
+    confirmations: int = Field(
+        1, ge=0, le=3, description="Probes again at each end of the final bracket: a rate holds or fails by the "
+                                   "majority of its probes.")
+    probe_seconds: int = Field(30, ge=1, le=3600, description="Measured time per probe (Rally's time-period).")
+    warmup_seconds: int = Field(10, ge=0, le=3600, description="Warm-up per probe, left out of its figures.")
+
+    def search_seconds(self) -> int:
+        """The most the probes may take."""
+        return self.max_probes * (self.probe_seconds + self.warmup_seconds + PROBE_OVERHEAD_SECONDS)
+
+
 class Workload(Model):
     model_config = ConfigDict(json_schema_extra=rules(
         (f"self.source != 'Bundled' || self.track in {cel_list(BUNDLED_TRACKS)}",
@@ -335,6 +380,8 @@ class Workload(Model):
         (f"!has(self.reuseIndex) || !self.reuseIndex || (self.source == 'Bundled' && self.track in "
          f"{cel_list(INDEX_REUSE_TRACKS)})",
          f"workload.reuseIndex is for the bundled track(s) {_and(INDEX_REUSE_TRACKS)}"),
+        (f"!has(self.capacity) || (self.source == 'Bundled' && self.track in {cel_list(LOAD_TRACKS)})",
+         f"workload.capacity drives a search task of the bundled tracks {_and(LOAD_TRACKS)} at the rates it probes"),
     ))
 
     track: str = Field(max_length=63, description=(
@@ -375,6 +422,9 @@ class Workload(Model):
                     "single-node shared cluster has one (clusterReuse: its runs restore what the first built), "
                     "other clusters a folder of the path.repo their nodes share; without, the race builds its index "
                     "and says so.")
+    capacity: Capacity | None = Field(
+        None, description="After the race, search the highest rate one task holds under a latency objective "
+                          "(results.capacity).")
     contrasts: list[Contrast] | None = Field(
         None, max_length=16,
         description="Tasks of this race that are variants of one question, each compared with a baseline task of "
@@ -492,6 +542,12 @@ class ExperimentSpec(Model):
          "(has(self.elasticsearch.config) && 'node.store.allow_mmap' in self.elasticsearch.config && "
          "string(self.elasticsearch.config['node.store.allow_mmap']) == 'true')",
          f"index.settings sets index.store.type to mmapfs or hybridfs, {MMAP_REFUSED}"),
+        ("!has(self.workload.capacity) || self.workload.capacity.maxProbes * (self.workload.capacity.probeSeconds + "
+         f"self.workload.capacity.warmupSeconds + {PROBE_OVERHEAD_SECONDS}) <= (has(self.lifecycle) && "
+         "has(self.lifecycle.raceTimeoutSeconds) ? self.lifecycle.raceTimeoutSeconds : "
+         f"{Lifecycle.model_fields['race_timeout_seconds'].default})",
+         f"workload.capacity's probes may take maxProbes x (probeSeconds + warmupSeconds + {PROBE_OVERHEAD_SECONDS} s) "
+         "beyond the race, more than lifecycle.raceTimeoutSeconds: raise it, or probe less or shorter"),
     ))
 
     elasticsearch: Elasticsearch | None = None

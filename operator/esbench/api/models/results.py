@@ -306,6 +306,35 @@ class IndexLayout(Model):
         "mode (Lucene90StoredFieldsFormat.mode: BEST_SPEED is LZ4)."))
 
 
+class CapacityProbe(Model):
+    """One probe of a capacity search: the task alone at a target throughput, its warm-up left out."""
+
+    target_throughput: float  # ops/s offered (Rally's target-throughput)
+    throughput: float | None = None  # ops/s achieved: Rally's median
+    latency: Percentiles | None = None
+    service_time: Percentiles | None = None
+    error_rate: float | None = None
+    node_cpu_percent: float | None = None  # the nodes' process CPU over the probe, mean over nodes
+    verdict: str  # analysis.capacitysearch.Verdict: Passed, Failed or DriverLimited
+    driver: str | None = None  # why the load driver, not the cluster, set the rate
+    seconds: float  # the probe's time, esrally's start included
+
+
+class CapacityResult(Model):
+    """workload.capacity's answer: the highest rate that held, the lowest above it that failed (the
+    bracket the capacity lies in), every probe, and why the search stopped."""
+
+    task: str
+    objective: str  # e.g. "latency.p99 <= 200 ms, errors <= 0 %"
+    capacity: float | None = None  # ops/s; None when no rate held
+    upper: float | None = None  # ops/s; None when no rate above it failed
+    confirmations: int = 0  # probes that held at the capacity beyond the first
+    stop: str  # analysis.capacitysearch.Stop
+    message: str
+    seconds: float  # the search's time
+    probes: list[CapacityProbe] = []
+
+
 class Results(Model):
     race_id: str | None = None
     track: str | None = None
@@ -320,6 +349,7 @@ class Results(Model):
     environment: Environment | None = None
     profile: ProfileRecording | None = None
     indices: list[IndexLayout] | None = None
+    capacity: CapacityResult | None = None
 
 
 

@@ -1,0 +1,107 @@
+"""workload.capacity's probes, pure: how a probe runs (the task alone at a rate, on the index the
+race left), what it measured, whether the load driver rather than the cluster set its rate, and
+the search's answer as results.capacity. race.py runs the probes; analysis.capacitysearch
+chooses their rates.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from esbench.analysis import capacitysearch
+from esbench.api import models
+
+# A share of CFS periods in which the driver's CPU limit stopped it: beyond it, it sent late.
+THROTTLED_SHARE = 0.05
+# The clients send at most clients / service time; a rate this close to that bound is theirs.
+CLIENT_BOUND_SHARE = 0.9
+
+
+def settings(capacity: models.Capacity) -> capacitysearch.SearchSettings:
+    return capacitysearch.SearchSettings(
+        low=capacity.min_target_throughput, high=capacity.max_target_throughput,
+        precision=capacity.precision_percent / 100, max_probes=capacity.max_probes,
+        confirmations=capacity.confirmations)
+
+
+def objective(capacity: models.Capacity) -> capacitysearch.Objective:
+    wanted = capacity.objective
+    return capacitysearch.Objective(wanted.metric, wanted.max_milliseconds, wanted.max_error_rate)
+
+
+def describe(capacity: models.Capacity) -> str:
+    wanted = capacity.objective
+    return f"{wanted.metric} <= {wanted.max_milliseconds:g} ms, errors <= {wanted.max_error_rate:.2%}"
+
+
+def probe_spec(spec: models.ExperimentSpec) -> models.ExperimentSpec:
+    """The race's spec for a probe: the searched task alone (Rally's --include-tasks), so the index
+    the race built is searched as it is, not made again."""
+    assert spec.workload.capacity is not None
+    workload = spec.workload.model_copy(update={"include_tasks": [spec.workload.capacity.task], "exclude_tasks": None})
+    return spec.model_copy(update={"workload": workload})
+
+
+def probe_params(params: dict[str, Any], capacity: models.Capacity, rate: float) -> dict[str, Any]:
+    """The track params of a probe at `rate` (ops/s): the bundled tracks' search-load.j2 reads them."""
+    return {**params, "target_throughputs": {capacity.task: rate}, "search_time_period": capacity.probe_seconds,
+            "search_warmup_time_period": capacity.warmup_seconds}
+
+
+def driver_limit(rate: float, task: models.TaskResult, driver: models.LoadDriverEnvironment,
+                 clients: int) -> str | None:
+    """Why the load driver, not the cluster, set this probe's rate; None when it did not."""
+    if driver.cpu_periods and (driver.cpu_throttled_periods or 0) / driver.cpu_periods > THROTTLED_SHARE:
+        return (f"the load driver's CPU limit ({driver.cpu_limit} CPUs) throttled it in "
+                f"{driver.cpu_throttled_periods} of {driver.cpu_periods} periods")
+    service_ms = task.service_time.p50 if task.service_time else None
+    if service_ms:
+        # Each client waits for its answer before it sends again (Little's law).
+        bound = clients * 1000 / service_ms
+        if rate >= CLIENT_BOUND_SHARE * bound:
+            return (f"{clients} client(s) at a median service time of {service_ms:.1f} ms send at most "
+                    f"{bound:.1f} ops/s: raise workload.load.clients")
+    return None
+
+
+def measured(rate: float, task: models.TaskResult, driver: str | None) -> capacitysearch.Probe:
+    percentiles = {f"{kind}.{name}": value for kind, figures in (("latency", task.latency),
+                                                                   ("service_time", task.service_time))
+                   if figures for name, value in figures.model_dump(exclude={"unit"}).items() if value is not None}
+    achieved = task.throughput.median if task.throughput and task.throughput.median is not None else 0.0
+    return capacitysearch.Probe(offered=rate, achieved=achieved, percentiles=percentiles,
+                                error_rate=task.error_rate or 0.0, driver_limited=driver is not None)
+
+
+def probe_record(probe: capacitysearch.Probe, task: models.TaskResult, verdict: capacitysearch.Verdict,
+                 driver: str | None, seconds: float) -> models.CapacityProbe:
+    resources = task.resources
+    return models.CapacityProbe(
+        target_throughput=probe.offered, throughput=probe.achieved, latency=task.latency,
+        service_time=task.service_time, error_rate=task.error_rate,
+        node_cpu_percent=resources.process_cpu_percent if resources else None, verdict=verdict.value,
+        driver=driver, seconds=round(seconds, 1))
+
+
+def result(capacity: models.Capacity, found: capacitysearch.Capacity, records: list[models.CapacityProbe],
+           seconds: float, problem: str | None) -> models.CapacityResult:
+    return models.CapacityResult(
+        task=capacity.task, objective=describe(capacity), capacity=found.capacity, upper=found.upper,
+        confirmations=found.confirmations, stop=found.stop.value if found.stop else "",
+        message=message(found, problem), seconds=round(seconds, 1), probes=records)
+
+
+def message(found: capacitysearch.Capacity, problem: str | None) -> str:
+    Stop = capacitysearch.Stop
+    held = f"{found.capacity:g} ops/s held" if found.capacity is not None else "no rate held"
+    bound = f", {found.upper:g} ops/s failed" if found.upper is not None else ""
+    why = {
+        Stop.CONVERGED: "the bracket is within the precision",
+        Stop.BUDGET_SPENT: "maxProbes probes made before the bracket narrowed to the precision",
+        Stop.BELOW_RANGE: "the lowest rate of the range already fails",
+        Stop.ABOVE_RANGE: "the highest rate of the range holds: the capacity is at least that",
+        Stop.DRIVER_LIMITED: "the load driver could not send faster: the capacity is at least the rate held",
+        Stop.OUT_OF_TIME: "the next probe would not end within lifecycle.raceTimeoutSeconds",
+        Stop.PROBE_FAILED: "a probe failed",
+    }[found.stop] if found.stop else "the search did not end"
+    return f"{held}{bound} ({len(found.probes)} probes): {why}" + (f": {problem}" if problem else "")
