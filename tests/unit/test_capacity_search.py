@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
-from esbench.analysis import capacitysearch
+from esbench.analysis import capacitysearch, compare, stats
 from esbench.analysis.capacitysearch import Capacity, Objective, Probe, SearchSettings, Stop, Verdict
+from esbench.api import models
 
 SEARCHES = 400  # per case: a share of 95 % is then measured within about +-1 point
 LN100 = math.log(100)
@@ -217,3 +218,58 @@ def test_a_search_out_of_time_or_with_a_failed_probe_stops_with_the_probes_so_fa
         return probe(rate, 10)
     found = capacitysearch.search(settings, OBJECTIVE, fails_at_400)
     assert (found.capacity, found.stop, [p.offered for p in found.probes]) == (200, Stop.PROBE_FAILED, [100, 200])
+
+
+# --- a sweep compares capacities ----------------------------------------------------------
+
+
+def capacity_results(found: Capacity) -> models.Results:
+    """A run's results as the runner leaves them: the search's answer for its task."""
+    return models.Results(capacity=models.CapacityResult(
+        task="search", objective="latency.p99 <= 100 ms", capacity=found.capacity, upper=found.upper,
+        confirmations=found.confirmations, stop=found.stop.value, message="", seconds=0))
+
+
+def capacity_sweep(seed: int, cost: float, runs: int = 5) -> list[stats.Row]:
+    """Two cells, each repetition a search; the contender's query costs `cost` times the baseline's.
+    The host moves every run's service rate (log-normal, 10 %) and slows 1 % a round."""
+    rng = np.random.default_rng(seed)
+    samples: dict[str, list[models.Results]] = {"c0": [], "c1": []}
+    idle_p99_s = OBJECTIVE.bound_ms / 1000 / 6
+    for round_ in range(runs):
+        for cell, mu in (("c0", LN100 / idle_p99_s), ("c1", LN100 / idle_p99_s / cost)):
+            host = (1 - 0.01) ** round_ * rng.lognormal(0, 0.10)
+            simulated = Server(rng, mu=mu * host, noise=MODERATE)
+            samples[cell].append(capacity_results(capacitysearch.search(SETTINGS, OBJECTIVE, simulated.measure)))
+    return stats.compare_cells(samples, "c0", models.Statistics(), primary=[("search", "capacity")])
+
+
+def test_a_sweep_finds_the_lower_capacity_of_a_query_at_twice_the_cost_with_an_interval_that_holds_it():
+    """The true change: capacity mu - ln(100)/B at half mu, against the whole (the p99 at rest a sixth
+    of the bound): (3 - 6) / ... computed below. Each search's answer is the bracket's lower end, so
+    both cells carry the same bias of at most the precision."""
+    idle = OBJECTIVE.bound_ms / 1000 / 6
+    mu = LN100 / idle
+    true_change = ((mu / 2 - LN100 / 0.1) / (mu - LN100 / 0.1) - 1) * 100
+    rows = [capacity_sweep(seed, cost=2.0) for seed in range(60)]
+    found = [next(c for c in row[0].cells if c.cell == "c1") for row in rows]
+    assert all(row[0].metric.key == "capacity" and row[0].family == stats.Family.PRIMARY for row in rows)
+    worse = sum(c.verdict == stats.Verdict.WORSE for c in found)
+    covered = sum(c.low_percent <= true_change <= c.high_percent for c in found if c.low_percent is not None)
+    assert worse >= 57, f"{worse}/60 Worse"  # 5 runs a cell at 10 % run-to-run noise: a -60 % change is plain
+    assert covered >= 54, f"{covered}/60 intervals hold the true change {true_change:.1f} %"
+
+
+def test_an_a_a_capacity_sweep_rarely_claims_a_change():
+    found = [next(c for c in capacity_sweep(seed, cost=1.0)[0].cells if c.cell == "c1") for seed in range(60)]
+    claimed = sum(c.verdict in (stats.Verdict.BETTER, stats.Verdict.WORSE) for c in found)
+    assert claimed <= 6, f"{claimed}/60 A/A sweeps claimed a change"
+
+
+def test_only_a_converged_search_is_a_capacity_to_compare():
+    converged = Capacity(capacity=100.0, upper=104.0, confirmations=1, stop=Stop.CONVERGED, probes=())
+    for stop in (Stop.ABOVE_RANGE, Stop.DRIVER_LIMITED, Stop.OUT_OF_TIME, Stop.BUDGET_SPENT):
+        bound = capacity_results(Capacity(capacity=100.0, upper=None, confirmations=1, stop=stop, probes=()))
+        assert [m.value for m in compare.measurements(bound, {"capacity"})] == [None], stop
+    assert [(m.subject, m.value, m.unit) for m in compare.measurements(capacity_results(converged), {"capacity"})] == [
+        ("search", 100.0, "ops/s")]

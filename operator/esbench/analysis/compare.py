@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from esbench.analysis import foreignwrites, steadystate
+from esbench.analysis import capacitysearch, foreignwrites, steadystate
 from esbench.api import models
 
 # --- what is compared ----------------------------------------------------------------------
@@ -143,9 +143,16 @@ NODE_METRICS: list[tuple[Metric, Callable[[models.NodeSample], float | None]]] =
 ]
 
 
+# workload.capacity's answer, a figure of its task: the highest rate that held, where the search
+# converged. A search that stopped at the range's top, the driver's limit or out of time gives only
+# a bound, which compared as a value would pose as an effect of the range or the driver.
+CAPACITY = Metric("capacity", "capacity", HIGHER, "ops/s")
+
+
 def metric_named(key: str) -> Metric | None:
-    """The task, cluster or node metric with this key."""
-    return next((metric for metric, _ in (*TASK_METRICS, *CLUSTER_METRICS, *NODE_METRICS) if metric.key == key), None)
+    """The task, cluster, node or capacity metric with this key."""
+    metrics = (*TASK_METRICS, *CLUSTER_METRICS, *NODE_METRICS, (CAPACITY, None))
+    return next((metric for metric, _ in metrics if metric.key == key), None)
 
 
 @dataclass(frozen=True)
@@ -169,6 +176,10 @@ def measurements(results: models.Results, keys: Collection[str] | None = None) -
         for metric, get in task_metrics:
             value, unit = get(task)
             found.append(Measurement(Section.TASK, task.task, metric, value, metric.unit or unit))
+    capacity = results.capacity
+    if capacity is not None and (keys is None or CAPACITY.key in keys):
+        value = capacity.capacity if capacity.stop == capacitysearch.Stop.CONVERGED else None
+        found.append(Measurement(Section.TASK, capacity.task, CAPACITY, value, CAPACITY.unit))
     cluster = results.cluster or models.ClusterResult()
     for metric, attribute in wanted(CLUSTER_METRICS):
         found.append(Measurement(Section.CLUSTER, "cluster", metric, getattr(cluster, attribute), metric.unit))

@@ -29,7 +29,7 @@ TASK_METRIC_NAMES = (
     "page_cache.mean", "indexed_rate", "steady.service_time.p50", "steady.service_time.p90", "steady.service_time.p99",
     "steady.throughput.mean",
 )
-METRIC_NAMES = (*TASK_METRIC_NAMES, "store_size", "segment_count", "indexing_time", "merge_time", "refresh_time",
+METRIC_NAMES = (*TASK_METRIC_NAMES, "capacity", "store_size", "segment_count", "indexing_time", "merge_time", "refresh_time",
                 "flush_time", "young_gc_time", "old_gc_time", "process_cpu.mean", "process_cpu.p90")
 
 
