@@ -1,0 +1,69 @@
+"""workload.capacity's probes, pure (runner/capacityprobes.py): how a probe runs, what it measured,
+and when the load driver, not the cluster, set its rate. tests/runner/test_bundled_tracks.py runs
+a search for real."""
+
+from __future__ import annotations
+
+from esbench.analysis import capacitysearch
+from esbench.api import models
+from esbench.runner import capacityprobes
+
+CAPACITY = models.Capacity(task="terms-1950s", objective=models.CapacityObjective(metric="latency.p99",
+                                                                                 max_milliseconds=200),
+                           min_target_throughput=5, max_target_throughput=400, probe_seconds=20, warmup_seconds=5)
+
+
+def task(service_p50: float = 10.0, achieved: float = 50.0, errors: float = 0.0) -> models.TaskResult:
+    return models.TaskResult(
+        task="terms-1950s", throughput=models.Throughput(median=achieved, unit="ops/s"),
+        latency=models.Percentiles(p50=service_p50 * 2, p90=40.0, p99=90.0, p100=120.0, unit="ms"),
+        service_time=models.Percentiles(p50=service_p50, p90=30.0, p99=60.0, unit="ms"), error_rate=errors)
+
+
+def test_a_probe_races_the_task_alone_at_its_rate_for_its_time():
+    spec = models.ExperimentSpec.model_validate({
+        "elasticsearch": {"version": "8.19.21"},
+        "workload": {"track": "range-queries", "excludeTasks": ["range-1950s"], "capacity": CAPACITY.to_wire()}})
+    probe = capacityprobes.probe_spec(spec)
+    assert (probe.workload.include_tasks, probe.workload.exclude_tasks) == (["terms-1950s"], None)
+    assert spec.workload.exclude_tasks == ["range-1950s"], "the race's own spec is left as it was"
+    params = capacityprobes.probe_params({"doc_count": 1000, "target_throughput": 3}, CAPACITY, 42.5)
+    assert params == {"doc_count": 1000, "target_throughput": 3, "target_throughputs": {"terms-1950s": 42.5},
+                      "search_time_period": 20, "search_warmup_time_period": 5}
+
+
+def test_the_driver_limits_when_its_cpu_limit_throttled_it_or_its_clients_cannot_send_faster():
+    free = models.LoadDriverEnvironment(cpu_limit=1.0, cpu_periods=1000, cpu_throttled_periods=50)
+    throttled = models.LoadDriverEnvironment(cpu_limit=1.0, cpu_periods=1000, cpu_throttled_periods=51)
+    assert capacityprobes.driver_limit(50, task(), free, clients=4) is None
+    assert "throttled it in 51 of 1000 periods" in capacityprobes.driver_limit(50, task(), throttled, clients=4)
+    # 4 clients at 10 ms send at most 400 ops/s: 360 is within 90 % of that, 359 is not.
+    assert capacityprobes.driver_limit(359, task(), free, clients=4) is None
+    assert "4 client(s) at a median service time of 10.0 ms send at most 400.0 ops/s" in (
+        capacityprobes.driver_limit(360, task(), free, clients=4))
+    assert capacityprobes.driver_limit(360, task(), models.LoadDriverEnvironment(), clients=40) is None
+
+
+def test_a_probes_figures_are_the_tasks_and_its_verdict_follows_the_objective():
+    measured = capacityprobes.measured(50, task(errors=0.01), driver=None)
+    assert measured.percentiles["latency.p99"] == 90.0 and measured.percentiles["service_time.p50"] == 10.0
+    assert "service_time.p100" not in measured.percentiles  # not reported: not made up
+    assert (measured.achieved, measured.error_rate, measured.driver_limited) == (50.0, 0.01, False)
+    objective = capacityprobes.objective(CAPACITY)
+    assert capacitysearch.judge(objective, measured) is capacitysearch.Verdict.FAILED  # errors above 0
+    assert capacitysearch.judge(objective, capacityprobes.measured(50, task(), None)) is capacitysearch.Verdict.PASSED
+    assert capacityprobes.measured(50, task(), "the clients").driver_limited
+
+
+def test_the_answer_says_what_held_what_failed_and_why_the_search_stopped():
+    probes = (capacitysearch.Probe(100, 100, {"latency.p99": 50}, 0, False),)
+    found = capacitysearch.Capacity(capacity=100.0, upper=110.0, confirmations=1, stop=capacitysearch.Stop.CONVERGED,
+                                    probes=probes)
+    answer = capacityprobes.result(CAPACITY, found, [], 300.0, None)
+    assert (answer.capacity, answer.upper, answer.stop, answer.objective) == (
+        100.0, 110.0, "Converged", "latency.p99 <= 200 ms, errors <= 0.00%")
+    assert answer.message == "100 ops/s held, 110 ops/s failed (1 probes): the bracket is within the precision"
+    failed = capacitysearch.Capacity(capacity=None, upper=None, confirmations=0,
+                                     stop=capacitysearch.Stop.PROBE_FAILED, probes=())
+    assert capacityprobes.result(CAPACITY, failed, [], 1.0, "esrally exited with 64").message == (
+        "no rate held (0 probes): a probe failed: esrally exited with 64")
