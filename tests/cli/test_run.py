@@ -28,7 +28,7 @@ from esbench.cli import local
 from esbench.history.localstore import LocalStore
 from esbench.localnode import cpus, localcluster
 from esbench.planning import status
-from esbench.runner import nodestats, race
+from esbench.runner import esrallyprocess, nodestats
 from tests.support.elasticsearch import LATEST
 from tests.support.waiting import wait_for
 
@@ -141,7 +141,7 @@ def test_a_race_past_its_timeout_is_stopped_and_exits_as_race_timeout(esbench, e
     state = json.loads((tmp_path / "out.json").read_text())["status"]
     assert (state["phase"], state["reason"]) == ("Failed", "RaceTimeout"), state
     assert "lifecycle.raceTimeoutSeconds (30s): esrally was stopped after 22s" in state["message"]
-    assert race.rally_processes() == [], "the race stopped at its timeout left Rally processes behind"
+    assert esrallyprocess.rally_processes() == [], "the race stopped at its timeout left Rally processes behind"
 
 
 def test_a_race_interrupted_exits_130_and_leaves_no_rally_behind(esrally, clusters, tmp_path):
@@ -161,7 +161,7 @@ def test_a_race_interrupted_exits_130_and_leaves_no_rally_behind(esrally, cluste
                 running.kill()
     assert running.returncode == 130, out + err
     assert "interrupted: race abandoned" in err
-    assert race.rally_processes() == [], "the interrupted race left Rally processes behind"
+    assert esrallyprocess.rally_processes() == [], "the interrupted race left Rally processes behind"
     assert not (tmp_path / "out.json").exists()
     assert LocalStore(tmp_path / "history.sqlite").configurations() == []
 

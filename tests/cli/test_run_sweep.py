@@ -14,7 +14,7 @@ import yaml
 
 from esbench.api import models
 from esbench.history.localstore import LocalStore
-from esbench.runner import race
+from esbench.runner import esrallyprocess
 from tests.support.elasticsearch import LATEST
 from tests.support.waiting import wait_for
 
@@ -56,7 +56,7 @@ def test_a_sweep_interrupted_mid_run_resumes_where_it_stopped(esbench, esrally, 
             first.kill()
     out, err = (tmp_path / "first.out").read_text(), (tmp_path / "first.err").read_text()
     assert first.returncode == 130, out + err
-    assert race.rally_processes() == [], "the interrupted race left Rally processes behind"
+    assert esrallyprocess.rally_processes() == [], "the interrupted race left Rally processes behind"
     assert "the runs that ended are in local-codec; run the same command again to go on" in " ".join(err.split())
     assert sorted(p.name for p in (folder / "runs").iterdir()) == ["local-codec-c0-r1.json"]
     made_first = (folder / "runs" / "local-codec-c0-r1.json").read_bytes()

@@ -6,7 +6,8 @@ import pytest
 
 from esbench.api.reasons import Reason
 from esbench.localnode.localcluster import free_port
-from esbench.runner.race import EXIT_CODES, rally_processes
+from esbench.runner.esrallyprocess import rally_processes
+from esbench.runner.race import EXIT_CODES
 from tests.support.elasticsearch import LATEST
 
 # Larger than index.max_result_window (10000): Elasticsearch rejects the search with a 400.

@@ -7,7 +7,7 @@ import pytest
 from esbench.api import models
 from esbench.api.race_report import RaceReport
 from esbench.api.reasons import RACE_FAILURES, Reason
-from esbench.runner import race
+from esbench.runner import esrallyprocess, race
 
 
 def make_spec(**workload) -> models.ExperimentSpec:
@@ -69,16 +69,16 @@ def test_a_python_esrally_is_started_through_the_launcher_by_its_own_interpreter
     script = tmp_path / "esrally"
     script.write_text(first_line + "from esrally.rally import main\n")
     script.chmod(0o755)
-    assert race.esrally_argv(str(script)) == [*interpreter, str(race.LAUNCHER)]
-    assert race.LAUNCHER.exists() and "esrally" in race.LAUNCHER.name  # Rally finds its processes by that
+    assert esrallyprocess.esrally_argv(str(script)) == [*interpreter, str(esrallyprocess.LAUNCHER)]
+    assert esrallyprocess.LAUNCHER.exists() and "esrally" in esrallyprocess.LAUNCHER.name  # Rally finds its processes by that
 
 
 def test_an_esrally_that_is_no_python_script_is_started_as_it_is(tmp_path):
     wrapper = tmp_path / "esrally"
     wrapper.write_text("#!/bin/sh\nexec docker run rally \"$@\"\n")
     wrapper.chmod(0o755)
-    assert race.esrally_argv(str(wrapper)) == [str(wrapper)]
-    assert race.esrally_argv("no-such-esrally") == ["no-such-esrally"]
+    assert esrallyprocess.esrally_argv(str(wrapper)) == [str(wrapper)]
+    assert esrallyprocess.esrally_argv("no-such-esrally") == ["no-such-esrally"]
 
 
 def test_a_profiler_that_cannot_stop_leaves_the_race_standing_and_says_why():

@@ -219,7 +219,7 @@ def race_command(
 ) -> list[str]:
     """The esrally command line. Secrets never appear here: they are in client_options_file.
 
-    esrally is how to start it (race.esrally_argv); track_path is the prepared copy of a bundled
+    esrally is how to start it (esrallyprocess.esrally_argv); track_path is the prepared copy of a bundled
     track (run offline: nothing to download).
     """
     workload = spec.workload
