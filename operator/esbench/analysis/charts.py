@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import statistics
 from dataclasses import dataclass
 
 import matplotlib
@@ -60,8 +61,8 @@ def _colours(count: int) -> list:
     return [palette(i % 10) for i in range(count)]
 
 
-def _grid(count: int, height: float) -> tuple[Figure, list]:
-    columns = min(_COLUMNS, count)
+def _grid(count: int, height: float, columns: int = _COLUMNS) -> tuple[Figure, list]:
+    columns = min(columns, count)
     rows = math.ceil(count / columns)
     figure, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, height * rows), squeeze=False,
                                 layout="constrained")
@@ -284,6 +285,74 @@ def curves(entries: list[Entry]) -> Chart | None:
     return Chart("curves", f"Throughput against {setting}", figure)
 
 
+def _percentile(probe: models.CapacityProbe, metric: str) -> float | None:
+    kind, name = metric.split(".")
+    figures = probe.latency if kind == "latency" else probe.service_time
+    return getattr(figures, name) if figures else None
+
+
+def _capacity_panels(found: list[models.CapacityResult]) -> list[str]:
+    """The percentiles charted: each objective's, the same percentile of the other timing (latency
+    counts the wait for a late send, service time does not) and the medians."""
+    panels: list[str] = []
+    for result in found:
+        kind, name = result.metric.split(".")
+        other = "service_time" if kind == "latency" else "latency"
+        for metric in (result.metric, f"{other}.{name}", "latency.p50", "service_time.p50"):
+            if metric not in panels:
+                panels.append(metric)
+    return panels
+
+
+def capacity(entries: list[Entry]) -> Chart | None:
+    """workload.capacity's probes: per percentile, each probe's figure against the rate it was
+    offered (a dot; hollow where the load driver, not the cluster, set the rate), a line through
+    the median at each rate (confirmations probe a rate again), the objective's bound (dashed) and
+    the capacity found (dotted). One colour per Experiment."""
+    charted = [(e, c) for e, c in zip(entries, _colours(len(entries)), strict=True)
+               if e.results.capacity and e.results.capacity.probes]
+    if not charted:
+        return None
+    found = [e.results.capacity for e, _ in charted]
+    panels = _capacity_panels(found)
+    figure, axes = _grid(len(panels), 3.2, columns=2)  # latency beside service time
+    rates = [p.target_throughput for result in found for p in result.probes]
+    for ax, metric in zip(axes, panels, strict=True):
+        for entry, colour in charted:
+            result = entry.results.capacity
+            points = [(p.target_throughput, value, p.verdict == "DriverLimited") for p in result.probes
+                      if (value := _percentile(p, metric)) is not None]
+            held = [(x, y) for x, y, limited in points if not limited]
+            limited = [(x, y) for x, y, limited in points if limited]
+            if held:
+                ax.scatter(*zip(*held, strict=True), color=colour, s=16, zorder=3)
+            if limited:
+                ax.scatter(*zip(*limited, strict=True), facecolors="none", edgecolors=colour, s=22, zorder=3)
+            per_rate: dict[float, list[float]] = {}
+            for x, y in held:
+                per_rate.setdefault(x, []).append(y)
+            ordered = sorted(per_rate)
+            ax.plot(ordered, [statistics.median(per_rate[x]) for x in ordered], color=colour, linewidth=1.2)
+            if result.metric == metric:
+                ax.axhline(result.max_milliseconds, color=colour, linestyle="--", linewidth=1)
+            if result.capacity is not None:
+                ax.axvline(result.capacity, color=colour, linestyle=":", linewidth=1.5)
+        values = [v for e, _ in charted for p in e.results.capacity.probes if (v := _percentile(p, metric))]
+        if values and max(values) / min(values) > 50:  # the rate past the capacity reads far slower
+            ax.set_yscale("log")
+        if min(rates) > 0 and max(rates) / min(rates) >= 8:  # the search grows and bisects by ratios
+            ax.set_xscale("log", base=2)
+            ax.xaxis.set_major_formatter(lambda value, _: f"{value:g}")
+        ax.set_xlabel("offered rate (ops/s)")
+        ax.set_ylabel("ms")
+        ax.set_title(metric + (" (objective)" if any(r.metric == metric for r in found) else ""))
+    tasks = ", ".join(dict.fromkeys(r.task for r in found))
+    figure.suptitle(f"Capacity of {tasks}: dots are probes (hollow: the load driver limited it), lines join the "
+                    "median per rate;\ndashed: the objective's bound; dotted: the capacity found")
+    _legend(figure, [e for e, _ in charted], [c for _, c in charted])
+    return Chart("capacity", f"Capacity of {tasks}: percentiles against the offered rate", figure)
+
+
 def _run_values(group: Group, row: dict) -> list[float]:
     """The row's figure in each run of the group (a run without it is left out)."""
     found = []
@@ -320,7 +389,7 @@ def repeated_runs(groups: list[Group], rows: list[dict]) -> Chart | None:
 
 
 def all_charts(entries: list[Entry]) -> list[Chart]:
-    drawn = (curves(entries), throughput(entries), latency(entries), store_size(entries), cpu(entries))
+    drawn = (capacity(entries), curves(entries), throughput(entries), latency(entries), store_size(entries), cpu(entries))
     return [c for c in drawn if c is not None]
 
 

@@ -204,9 +204,9 @@ def _repeated(title: str, moment: str, entries: list[Entry], groups: list[Group]
         configurations.append({**configuration(group.entries[0]),
                                "experiment": f"{group.name}{f' ({values})' if values else ''}: "
                                              f"{len(group.entries)} run(s) ({names}){role}"})
-    drawn = charts.repeated_runs(groups, _charted_rows(verdicts.rows))
+    drawn = (charts.capacity(entries), charts.repeated_runs(groups, _charted_rows(verdicts.rows)))
     return Report(title=title, generated=moment, entries=entries, configurations=configurations,
-                  comparison=compare.compare(entries), charts=_render([drawn] if drawn else []),
+                  comparison=compare.compare(entries), charts=_render([c for c in drawn if c is not None]),
                   verdicts=verdicts.rows, method=verdicts, profiles=profiled_tasks(entries), contrasts=in_race)
 
 

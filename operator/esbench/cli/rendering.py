@@ -134,6 +134,8 @@ def results_tables(results: models.Results) -> list[Table]:
             format_value(resources.io_read_bytes, "bytes"),
         )
     tables = [tasks]
+    if results.capacity:
+        tables.append(capacity_table(results.capacity))
     with_resources = [t for t in results.tasks if t.resources]
     if with_resources:
         spent = Table(title="What the nodes spent while each task ran", title_justify="left", caption_justify="left",
@@ -218,6 +220,58 @@ def steady_state_table(tasks: list[models.TaskResult]) -> Table:
                       format_value(service.p50, service.unit), format_value(service.p99, service.unit),
                       format_value(state.throughput.mean, state.throughput.unit) if state.throughput else "–")
     return table
+
+
+# The percentiles of each probe `esbench show` prints beside the objective's, which comes first.
+CAPACITY_COLUMNS = tuple(f"{kind}.{p}" for kind in ("latency", "service_time") for p in ("p50", "p90", "p99"))
+PROBE_VERDICT_COLOURS = {"Passed": "green", "Failed": "red", "DriverLimited": "yellow"}
+
+
+def capacity_table(capacity: models.CapacityResult) -> Table:
+    """workload.capacity's probes in the order made, then the answer: the bracket the capacity lies
+    in, why the search stopped and what it took. Why the driver limited a probe goes below the
+    table, so that its lines keep to 100 columns."""
+    metrics = [capacity.metric, *(m for m in CAPACITY_COLUMNS if m != capacity.metric)]
+    probes = capacity.probes
+    per_probe = f" ({elapsed(sum(p.seconds for p in probes) / len(probes))} a probe)" if probes else ""
+    notes = [f"capacity {_rate(capacity.capacity)} ops/s, bracket [{_rate(capacity.capacity)}, {_rate(capacity.upper)}]; "
+             f"stop {capacity.stop}; confirmations {capacity.confirmations}",
+             f"search {elapsed(capacity.seconds)}{per_probe}: {capacity.message}",
+             "ops/s: offered, achieved (Rally's median); ms (k: thousands): latency, service time (* the objective); "
+             "CPU: the nodes' mean",
+             *(f"driver-limited at {_rate(p.target_throughput)} ops/s: {p.driver}" for p in probes if p.driver)]
+    table = Table(title=escape(f"Capacity of {capacity.task} under {capacity.objective}"), title_justify="left",
+                  caption=escape("\n".join(notes)), caption_justify="left", box=box.SIMPLE_HEAD,
+                  show_edge=False, pad_edge=False, padding=(0, 1, 0, 0))
+    headers = ["\noffered", "\nachieved", *(_short_metric(m) + ("*" if m == capacity.metric else "") for m in metrics),
+               "\nerrors", "\nCPU", "\nverdict"]  # two lines: lat over p99 is narrower than "lat p99"
+    for header in headers:
+        table.add_column(header, justify="left" if header.endswith("verdict") else "right", no_wrap=True)
+    for p in probes:
+        figures = {f"{kind}.{name}": getattr(timing, name) for kind, timing in (("latency", p.latency),
+                                                                                ("service_time", p.service_time))
+                   if timing for name in ("p50", "p90", "p99", "p100")}
+        table.add_row(_rate(p.target_throughput), _rate(p.throughput), *(_ms(figures.get(m)) for m in metrics),
+                      format_value(p.error_rate, "fraction"), format_value(p.node_cpu_percent, "%"),
+                      f"[{PROBE_VERDICT_COLOURS.get(p.verdict, 'default')}]{p.verdict}[/]")
+    return table
+
+
+def _rate(value: float | None) -> str:
+    """ops/s, four significant figures at most: the search's rates are geometric means."""
+    return "–" if value is None else f"{value:,.0f}" if value >= 1000 else f"{value:.4g}"
+
+
+def _ms(value: float | None) -> str:
+    """Three figures, or thousands (k) from 10 s on: a probe past the capacity queues for its length."""
+    if value is None:
+        return "–"
+    return f"{value / 1000:,.0f}k" if value >= 10_000 else f"{value:,.0f}" if value >= 100 else f"{value:#.3g}"
+
+
+def _short_metric(metric: str) -> str:
+    kind, percentile = metric.split(".")
+    return f"{'lat' if kind == 'latency' else 'svc'}\n{percentile}"
 
 
 # The index files a study of the page cache asks about first, in this order; others follow.

@@ -86,7 +86,8 @@ def probe_record(probe: capacitysearch.Probe, task: models.TaskResult, verdict: 
 def result(capacity: models.Capacity, found: capacitysearch.Capacity, records: list[models.CapacityProbe],
            seconds: float, problem: str | None) -> models.CapacityResult:
     return models.CapacityResult(
-        task=capacity.task, objective=describe(capacity), capacity=found.capacity, upper=found.upper,
+        task=capacity.task, objective=describe(capacity), metric=capacity.objective.metric,
+        max_milliseconds=capacity.objective.max_milliseconds, capacity=found.capacity, upper=found.upper,
         confirmations=found.confirmations, stop=found.stop.value if found.stop else "",
         message=message(found, problem), seconds=round(seconds, 1), probes=records)
 

@@ -325,7 +325,9 @@ class CapacityResult(Model):
     bracket the capacity lies in), every probe, and why the search stopped."""
 
     task: str
-    objective: str  # e.g. "latency.p99 <= 200 ms, errors <= 0 %"
+    objective: str  # e.g. "latency.p99 <= 200 ms, errors <= 0.00%"
+    metric: str  # the objective's percentile, e.g. "latency.p99" (CAPACITY_METRICS)
+    max_milliseconds: float  # the objective's bound on it
     capacity: float | None = None  # ops/s; None when no rate held
     upper: float | None = None  # ops/s; None when no rate above it failed
     confirmations: int = 0  # probes that held at the capacity beyond the first

@@ -1,0 +1,111 @@
+"""How a capacity search's answer is shown: esbench show's Capacity table and esbench report's curve."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from esbench.analysis import charts, html_report
+from esbench.analysis.compare import Entry
+from esbench.api import models
+from esbench.cli import rendering
+
+DRIVER = "4 client(s) at a median service time of 3.4 ms send at most 1,176.5 ops/s: raise workload.load.clients"
+
+
+def probe(rate: float, p99: float, verdict: str, achieved: float | None = None, driver: str | None = None,
+          ) -> models.CapacityProbe:
+    """A probe whose percentiles are fractions of its latency p99, each told apart by its digits."""
+    latency = models.Percentiles(p50=p99 / 4, p90=p99 / 2, p99=p99, p100=p99 * 3, unit="ms")
+    service = models.Percentiles(p50=p99 / 8, p90=p99 / 5, p99=p99 / 1.25, p100=p99 * 2, unit="ms")
+    return models.CapacityProbe(target_throughput=rate, throughput=achieved or rate, latency=latency,
+                                service_time=service, error_rate=0.0, node_cpu_percent=min(rate / 10, 99.0),
+                                verdict=verdict, driver=driver, seconds=40.0)
+
+
+def result(metric: str = "latency.p99", **changes) -> models.CapacityResult:
+    """Grown to 800 (failed), bisected, both ends confirmed; then a probe the driver limited."""
+    probes = [probe(100, 12.0, "Passed"), probe(200, 16.0, "Passed"), probe(400, 32.0, "Passed"),
+              probe(800, 2960.0, "Failed", achieved=611), probe(565.7, 120.0, "Passed"),
+              probe(672.7, 264.0, "Failed"), probe(616.8, 180.0, "Passed"), probe(644.1, 232.0, "Failed"),
+              probe(616.8, 176.0, "Passed"), probe(644.1, 212.0, "Failed"),
+              probe(1280, 40.0, "DriverLimited", achieved=1100, driver=DRIVER)]
+    found = {"task": "range-1950s", "objective": f"{metric} <= 200 ms, errors <= 0.00%", "metric": metric,
+             "max_milliseconds": 200.0, "capacity": 616.8, "upper": 644.1, "confirmations": 1, "stop": "Converged",
+             "message": "616.8 ops/s held, 644.1 ops/s failed (11 probes): the bracket is within the precision",
+             "seconds": 470.0, "probes": probes}
+    return models.CapacityResult(**{**found, **changes})
+
+
+def shown(capacity: models.CapacityResult) -> str:
+    task = models.TaskResult(task="range-1950s", throughput=models.Throughput(median=50, unit="ops/s"))
+    console = Console(width=100, record=True)
+    for table in rendering.results_tables(models.Results(race_id="r", tasks=[task], capacity=capacity)):
+        console.print(table)
+    return console.export_text()
+
+
+def test_show_prints_each_probe_in_the_order_made_then_the_answer_within_100_columns():
+    text = shown(result())
+    lines = text[text.index("Capacity of range-1950s under latency.p99 <= 200 ms"):].splitlines()
+    assert "…" not in "\n".join(lines), "nothing cut short"
+    assert lines[1].split() == ["lat", "lat", "lat", "svc", "svc", "svc"]
+    assert lines[2].split() == ["offered", "achieved", "p99*", "p50", "p90", "p50", "p90", "p99", "errors", "CPU",
+                                "verdict"], "the objective's percentile first, marked"
+    rows = [line.split() for line in lines[4:15]]
+    assert [row[0] for row in rows] == ["100", "200", "400", "800", "565.7", "672.7", "616.8", "644.1", "616.8",
+                                        "644.1", "1,280"]
+    assert rows[3] == ["800", "611", "2,960", "740", "1,480", "370", "592", "2,368", "0.00%", "80.0%", "Failed"]
+    assert rows[-1][-1] == "DriverLimited"
+    caption = " ".join(" ".join(line.split()) for line in lines[15:])
+    assert "capacity 616.8 ops/s, bracket [616.8, 644.1]; stop Converged; confirmations 1" in caption
+    assert "search 7m50s (40s a probe): 616.8 ops/s held, 644.1 ops/s failed (11 probes)" in caption
+    assert f"driver-limited at 1,280 ops/s: {DRIVER}" in caption
+    assert max(len(line.rstrip()) for line in text.splitlines()) <= 100
+
+
+def test_show_fits_100_columns_with_a_p100_objective_and_says_when_no_rate_held():
+    large = [probe(100, 60_000.0, "Failed"), probe(100, 61_000.0, "Failed"),
+             probe(12_800, 950.0, "DriverLimited", driver=DRIVER)]
+    text = shown(result("service_time.p100", capacity=None, upper=100.0, stop="BelowRange", probes=large))
+    held = text[text.index("Capacity of"):]
+    assert "…" not in held and max(len(line.rstrip()) for line in text.splitlines()) <= 100
+    kinds, header = held.splitlines()[1:3]
+    assert kinds.split() == ["svc", "lat", "lat", "lat", "svc", "svc", "svc"]
+    assert header.split()[2:9] == ["p100*", "p50", "p90", "p99", "p50", "p90", "p99"]
+    assert held.splitlines()[4].split()[2:6] == ["120k", "15k", "30k", "60k"], "ms in thousands from 10 s on"
+    assert "capacity – ops/s, bracket [–, 100]; stop BelowRange" in held
+
+
+def entry(label: str, capacity: models.CapacityResult | None) -> Entry:
+    task = models.TaskResult(task="range-1950s", throughput=models.Throughput(median=50, unit="ops/s"))
+    return Entry(label=label, results=models.Results(tasks=[task], capacity=capacity))
+
+
+def test_the_report_draws_each_percentile_against_the_offered_rate_with_the_bound_and_the_capacity():
+    lower = result(capacity=400.0, upper=420.0, probes=[probe(200, 20.0, "Passed"), probe(400, 150.0, "Passed"),
+                                                         probe(420, 230.0, "Failed"), probe(400, 170.0, "Passed")])
+    chart = charts.capacity([entry("one-shard", result()), entry("no-search", None), entry("two-shards", lower)])
+    objective, counterpart, latency_p50, service_p50 = chart.figure.axes[:4]
+    assert [ax.get_title() for ax in (objective, counterpart, latency_p50, service_p50)] == [
+        "latency.p99 (objective)", "service_time.p99", "latency.p50", "service_time.p50"]
+    curve, bound, marked, other_curve, other_bound, other_marked = objective.lines
+    # Confirmations are dots at one rate; the line joins the medians in rate order, the driver's probe left out.
+    assert list(curve.get_xdata()) == [100, 200, 400, 565.7, 616.8, 644.1, 672.7, 800]
+    assert list(curve.get_ydata()) == [12, 16, 32, 120, 178, 222, 264, 2960]
+    assert list(other_curve.get_xdata()) == [200, 400, 420] and list(other_curve.get_ydata()) == [20, 160, 230]
+    assert list(bound.get_ydata()) == [200, 200] and list(marked.get_xdata()) == [616.8, 616.8]
+    assert list(other_marked.get_xdata()) == [400, 400]
+    assert curve.get_color() != other_curve.get_color(), "one colour per Experiment"
+    held, limited = objective.collections[:2]
+    assert len(held.get_offsets()) == 10 and len(held.get_facecolors()) == 1
+    assert [tuple(p) for p in limited.get_offsets()] == [(1280, 40)] and len(limited.get_facecolors()) == 0
+    assert len(counterpart.lines) == 4, "the bound is drawn on the objective's percentile only"
+    assert objective.get_xscale() == "log" and objective.get_yscale() == "log"
+    chart.close()
+    assert charts.capacity([entry("no-search", None)]) is None
+
+
+def test_the_report_of_results_with_a_capacity_charts_it():
+    report = html_report.build([entry("one-shard", result())])
+    assert [c.name for c in report.charts][0] == "capacity"
+    assert "Capacity of range-1950s" in html_report.to_html(report)
