@@ -226,7 +226,8 @@ def test_a_search_out_of_time_or_with_a_failed_probe_stops_with_the_probes_so_fa
 def capacity_results(found: Capacity) -> models.Results:
     """A run's results as the runner leaves them: the search's answer for its task."""
     return models.Results(capacity=models.CapacityResult(
-        task="search", objective="latency.p99 <= 100 ms", capacity=found.capacity, upper=found.upper,
+        task="search", objective="latency.p99 <= 100 ms", metric="latency.p99", max_milliseconds=100.0,
+        capacity=found.capacity, upper=found.upper,
         confirmations=found.confirmations, stop=found.stop.value, message="", seconds=0))
 
 
