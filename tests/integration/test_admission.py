@@ -148,6 +148,19 @@ INVALID = [
     ("cleanup where it was", with_spec("rally.cleanup", "Keep"), "rally.cleanup is now lifecycle.cleanup"),
     ("bad git url", with_spec("workload", {"track": "nyc_taxis", "source": "Git", "repository": {"url": "file:///etc"}}),
      "workload.repository.url must be a git URL"),
+    # workload.capacity: its range, a task the race runs, probes within the race's time (int and double mixed).
+    ("capacity empty range", with_spec("workload", {"track": "range-queries", "capacity": {
+        "task": "range-1950s", "objective": {"metric": "latency.p99", "maxMilliseconds": 100},
+        "minTargetThroughput": 50, "maxTargetThroughput": 12.5}}), "an empty range has no rate to search"),
+    ("capacity task left out", with_spec("workload", {"track": "range-queries", "includeTasks": ["index-append"],
+                                                      "capacity": {"task": "range-1950s", "objective": {
+                                                          "metric": "latency.p99", "maxMilliseconds": 100},
+                                                          "minTargetThroughput": 5, "maxTargetThroughput": 50}}),
+     "workload.capacity.task must be a task the race runs"),
+    ("capacity probes beyond the race's time", with_spec("workload", {"track": "range-queries", "capacity": {
+        "task": "range-1950s", "objective": {"metric": "latency.p99", "maxMilliseconds": 100},
+        "minTargetThroughput": 5, "maxTargetThroughput": 50.5, "maxProbes": 40, "probeSeconds": 300}}),
+     "beyond the race, more than lifecycle.raceTimeoutSeconds"),
 ]
 
 

@@ -4,8 +4,10 @@ a search for real."""
 
 from __future__ import annotations
 
+import pytest
+
 from esbench.analysis import capacitysearch
-from esbench.api import models
+from esbench.api import models, validation
 from esbench.runner import capacityprobes
 
 CAPACITY = models.Capacity(task="terms-1950s", objective=models.CapacityObjective(metric="latency.p99",
@@ -67,3 +69,28 @@ def test_the_answer_says_what_held_what_failed_and_why_the_search_stopped():
                                      stop=capacitysearch.Stop.PROBE_FAILED, probes=())
     assert capacityprobes.result(CAPACITY, failed, [], 1.0, "esrally exited with 64").message == (
         "no rate held (0 probes): a probe failed: esrally exited with 64")
+
+
+@pytest.mark.parametrize(("change", "refusal"), [
+    ({"maxTargetThroughput": 5}, "an empty range has no rate to search"),
+    ({"objective": {"metric": "latency.p95", "maxMilliseconds": 1}}, 'Unsupported value: "latency.p95"'),
+    ({"maxProbes": 40, "probeSeconds": 300}, "more than lifecycle.raceTimeoutSeconds"),
+    ({"track": "indexing"}, "workload.capacity drives a search task of the bundled tracks"),
+    ({"includeTasks": ["index-append"]}, "must be a task the race runs"),
+    ({"excludeTasks": ["terms-1950s"]}, "must be a task the race runs"),
+])
+def test_admission_refuses_a_search_that_cannot_be_made(change, refusal):
+    capacity = {**CAPACITY.to_wire(), "minTargetThroughput": 5}
+    workload = {"track": "range-queries", "capacity": capacity}
+    for field in ("track", "includeTasks", "excludeTasks"):
+        if field in change:
+            workload[field] = change.pop(field)
+    capacity.update(change)
+    experiment = {"apiVersion": models.API_VERSION, "kind": models.KIND, "metadata": {"name": "capacity"},
+                  "spec": {"elasticsearch": {"version": "8.19.21"}, "workload": workload}}
+    with pytest.raises(validation.Rejected) as rejected:
+        validation.admit(experiment)
+    assert any(refusal in error for error in rejected.value.errors), rejected.value.errors
+    workload.pop("includeTasks", None), workload.pop("excludeTasks", None)
+    workload.update(track="range-queries", capacity={**CAPACITY.to_wire(), "minTargetThroughput": 5})
+    assert validation.admit(experiment)["spec"]["workload"]["capacity"]["maxProbes"] == 12

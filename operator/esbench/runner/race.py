@@ -228,7 +228,13 @@ def _race(settings: RaceSettings, out: IO[str]) -> RaceReport:
     read_index_layout(race, summary)
     summary.environment = describe_environment(race, root, summary, cluster_nodes, load_driver)
     report = classify_outcome(race, run, summary, race_json)
-    if report.succeeded and settings.spec.workload.capacity:
+    capacity = settings.spec.workload.capacity
+    if report.succeeded and capacity:
+        ran = [task.task for task in summary.tasks]
+        if capacity.task not in ran:
+            return failed(Reason.INVALID_SPEC, f"workload.capacity.task {capacity.task} is not a task of track "
+                                               f"{settings.spec.workload.track} (its race ran {', '.join(ran)})",
+                          results=summary, race_json=race_json)
         summary.capacity = search_capacity(race, params, track_path, processors)
     return report
 

@@ -341,7 +341,7 @@ class Capacity(Model):
     each probe runs the task alone at a target throughput (Rally's schedule), its warm-up left out."""
 
     model_config = ConfigDict(json_schema_extra=rules((
-        "self.minTargetThroughput < self.maxTargetThroughput",
+        "double(self.minTargetThroughput) < double(self.maxTargetThroughput)",
         "workload.capacity.minTargetThroughput must be below maxTargetThroughput: an empty range has no rate to "
         "search")))
 
@@ -382,6 +382,10 @@ class Workload(Model):
          f"workload.reuseIndex is for the bundled track(s) {_and(INDEX_REUSE_TRACKS)}"),
         (f"!has(self.capacity) || (self.source == 'Bundled' && self.track in {cel_list(LOAD_TRACKS)})",
          f"workload.capacity drives a search task of the bundled tracks {_and(LOAD_TRACKS)} at the rates it probes"),
+        ("!has(self.capacity) || ((!has(self.includeTasks) || self.capacity.task in self.includeTasks) && "
+         "(!has(self.excludeTasks) || !(self.capacity.task in self.excludeTasks)))",
+         "workload.capacity.task must be a task the race runs (in includeTasks, not in excludeTasks): the race "
+         "shows it exists and warms it before the probes"),
     ))
 
     track: str = Field(max_length=63, description=(
