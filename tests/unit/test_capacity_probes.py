@@ -75,6 +75,7 @@ def test_the_answer_says_what_held_what_failed_and_why_the_search_stopped():
     ({"maxTargetThroughput": 5}, "an empty range has no rate to search"),
     ({"objective": {"metric": "latency.p95", "maxMilliseconds": 1}}, 'Unsupported value: "latency.p95"'),
     ({"maxProbes": 40, "probeSeconds": 300}, "more than lifecycle.raceTimeoutSeconds"),
+    ({"probeSeconds": 19}, "Rally reports p50 from 2, p90 from 10, p99 from 100 requests on"),  # 5 x 19 = 95
     ({"track": "indexing"}, "workload.capacity drives a search task of the bundled tracks"),
     ({"includeTasks": ["index-append"]}, "must be a task the race runs"),
     ({"excludeTasks": ["terms-1950s"]}, "must be a task the race runs"),

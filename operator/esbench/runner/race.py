@@ -638,6 +638,9 @@ def search_capacity(race: Race, params: dict[str, Any], track_path: Path | None,
         attribute_to_tasks(summary, read_task_windows(probe_race, since=log_start), run.samples, processors)
         why = capacityprobes.driver_limit(rate, task, driver, clients)
         probe = capacityprobes.measured(rate, task, why)
+        if objective.metric not in probe.percentiles:  # too few requests (admission bounds the first probe's)
+            problem = f"Rally reported no {objective.metric} for the probe at {rate:.4g} ops/s"
+            raise capacitysearch.ProbeFailed
         verdict = capacitysearch.judge(objective, probe)
         records.append(capacityprobes.probe_record(probe, task, verdict, why, time.monotonic() - began))
         print(f"esbench: capacity probe at {rate:.4g} ops/s: {verdict.value}, achieved {probe.achieved:.4g} ops/s, "

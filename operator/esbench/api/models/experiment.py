@@ -321,6 +321,8 @@ class Contrast(Model):
 
 # The percentiles Rally reports for a task, which a capacity objective may bound.
 CAPACITY_METRICS = tuple(f"{kind}.{p}" for kind in ("latency", "service_time") for p in ("p50", "p90", "p99", "p100"))
+# The fewest requests from which Rally reports a percentile (metrics.percentiles_for_sample_size).
+RALLY_PERCENTILE_REQUESTS = {"p50": 2, "p90": 10, "p99": 100}
 # What a capacity probe costs beyond its warm-up and measured time: esrally's start and the track's
 # load (about 15 s on a 2-core host), with room; admission counts it against raceTimeoutSeconds.
 PROBE_OVERHEAD_SECONDS = 30
@@ -340,10 +342,17 @@ class Capacity(Model):
     """The highest rate the task holds under the objective, searched after the race on its index:
     each probe runs the task alone at a target throughput (Rally's schedule), its warm-up left out."""
 
-    model_config = ConfigDict(json_schema_extra=rules((
-        "double(self.minTargetThroughput) < double(self.maxTargetThroughput)",
-        "workload.capacity.minTargetThroughput must be below maxTargetThroughput: an empty range has no rate to "
-        "search")))
+    model_config = ConfigDict(json_schema_extra=rules(
+        ("double(self.minTargetThroughput) < double(self.maxTargetThroughput)",
+         "workload.capacity.minTargetThroughput must be below maxTargetThroughput: an empty range has no rate to "
+         "search"),
+        (" && ".join(f"(!self.objective.metric.endsWith('.{percentile}') || double(self.minTargetThroughput) * "
+                     f"double(self.probeSeconds) >= {requests}.0)"
+                     for percentile, requests in RALLY_PERCENTILE_REQUESTS.items()),
+         "workload.capacity: the first probe sends minTargetThroughput x probeSeconds requests, and Rally reports "
+         f"{', '.join(f'{p} from {n}' for p, n in RALLY_PERCENTILE_REQUESTS.items())} requests on: raise "
+         "minTargetThroughput or probeSeconds"),
+    ))
 
     task: TaskName = Field(description="The task searched: a search task of the track (workload.load applies to it).")
     objective: CapacityObjective
