@@ -17,12 +17,12 @@ import pytest
 
 from esbench.api import models
 from esbench.api.race_report import RaceReport
-from esbench.api.reasons import Reason
+from esbench.api.reasons import ConditionType, Reason
 from esbench.history import rallyresults, records
 from esbench.history.esstore import RACES_INDEX, SWEEPS_INDEX, ElasticsearchStore
 from esbench.planning import grid, manifests
 from esbench.planning import status as experiment_status
-from esbench.planning.status import RECORDED, recorded
+from esbench.planning.status import recorded
 from esbench.runner.results import summarize
 from tests.support.elasticsearch import LATEST
 from tests.support.experiments import (
@@ -149,12 +149,13 @@ def test_a_store_that_is_down_holds_the_ttl_and_an_operator_killed_before_the_wr
 
     def refused() -> dict | None:
         experiment = get_experiment(apis, namespace, "later")
-        recorded = experiment_status.condition(experiment.get("status") or {}, RECORDED)
+        recorded = experiment_status.condition(experiment.get("status") or {}, ConditionType.RECORDED)
         return experiment if recorded and recorded["reason"] == Reason.STORE_UNAVAILABLE else None
 
     experiment = wait_for(refused, timeout=60, what="the Recorded condition to say the store is down")
-    assert experiment["status"]["phase"] == "Succeeded" and condition(experiment, RECORDED)["status"] == "False"
-    assert "cannot be reached" in condition(experiment, RECORDED)["message"]
+    assert experiment["status"]["phase"] == "Succeeded"
+    assert condition(experiment, ConditionType.RECORDED)["status"] == "False"
+    assert "cannot be reached" in condition(experiment, ConditionType.RECORDED)["message"]
     assert ("Warning", Reason.STORE_UNAVAILABLE) in events(apis, namespace, "later")
     # Tried again (the backoff's first step is one resync), its TTL long past: still there.
     wait_for(lambda: "2 in a row" in first.log_path.read_text(), timeout=30, what="a second attempt to record it")

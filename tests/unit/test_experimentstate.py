@@ -11,12 +11,12 @@ import pytest
 
 from esbench.api.models import Phase
 from esbench.api.race_report import MARKER, RaceReport
-from esbench.api.reasons import Reason
+from esbench.api.reasons import ConditionType, Reason
 from esbench.controller import experimentstate as state
 from esbench.controller.experimentstate import End, Event, LookAgain, RaceFailure, ReadReport, StartRace, Write
 from esbench.planning import manifests
 from esbench.planning.readiness import ECK_NOT_INSTALLED, Readiness
-from esbench.planning.status import CLUSTER_READY, parse
+from esbench.planning.status import parse
 from tests.support.experiments import runner_log
 from tests.support.standin_eck import eck_status
 
@@ -74,7 +74,7 @@ def test_a_cluster_asked_for_is_announced_with_what_its_readiness_waits_for():
     assert isinstance(write, Write) and write.phase == Phase.PROVISIONING
     assert write.fields == {"startTime": CREATED, "clusterName": "exp", "raceId": UID}  # the first start stands
     assert write.event == Event("Normal", Reason.PROVISIONING, "Creating Elasticsearch cluster exp (8.15.3)")
-    ready = dict((type_, message) for type_, _, _, message in write.conditions)[CLUSTER_READY]
+    ready = dict((type_, message) for type_, _, _, message in write.conditions)[ConditionType.CLUSTER_READY]
     assert ready.startswith("Waiting for the cluster: phase is ApplyingChanges")
 
 
@@ -130,7 +130,7 @@ def test_what_a_cluster_waits_for_is_written_once_per_change():
                                                           "Creating Elasticsearch cluster exp (8.15.3)")
     (condition,) = write.conditions
     said = {**of, "status": {**of["status"], "conditions": [
-        {"type": CLUSTER_READY, "status": "False", "reason": "Provisioning", "message": condition[3]}]}}
+        {"type": ConditionType.CLUSTER_READY, "status": "False", "reason": "Provisioning", "message": condition[3]}]}}
     assert state.await_cluster(said, experiment(said), cluster(up=False), [], SOON) is None
 
 
@@ -288,7 +288,7 @@ def test_a_cluster_that_never_became_ready_is_not_ready_for_the_reason_the_exper
     write = state.ending(of, End(Reason.CLUSTER_NOT_READY, "not ready"), SOON)
     assert write.phase == Phase.FAILED
     assert write.conditions == (("BenchmarkComplete", False, Reason.CLUSTER_NOT_READY, "not ready"),
-                                (CLUSTER_READY, False, Reason.CLUSTER_NOT_READY, "not ready"))
+                                (ConditionType.CLUSTER_READY, False, Reason.CLUSTER_NOT_READY, "not ready"))
 
 
 @pytest.mark.parametrize("cleanup, succeeded, deleted", [

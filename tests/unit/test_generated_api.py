@@ -8,6 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from esbench.api import crds, models, reference, validation
+from esbench.api.reasons import Reason
 from esbench.planning import grid
 
 EXPERIMENT = {
@@ -80,3 +81,16 @@ def test_the_reference_lists_each_field_with_its_bounds_and_each_rule_with_its_m
     spec = crds.experiment_schema()["properties"]["spec"]
     for rule in spec["properties"]["workload"]["x-kubernetes-validations"]:
         assert f"- `spec.workload`: {rule['message']}" in page
+
+
+@pytest.mark.parametrize("make", [crds.experiment, crds.sweep, crds.schedule])
+def test_status_reason_is_any_string_in_the_crd_so_that_one_an_operator_of_another_version_wrote_stays_valid(make):
+    status = make()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]
+    assert status["properties"]["reason"] == {"type": "string"}
+
+
+@pytest.mark.parametrize("model", [models.ExperimentStatus, models.SweepStatus, models.ScheduleStatus])
+def test_the_status_models_take_only_a_reason_of_the_enum(model):
+    assert model.model_validate({"reason": "InvalidSpec"}).reason is Reason.INVALID_SPEC
+    with pytest.raises(ValidationError, match="reason"):
+        model.model_validate({"reason": "InvalidSpecc"})

@@ -11,6 +11,7 @@ import pytest
 
 from esbench.analysis import ordereffect, stats
 from esbench.api import models
+from esbench.api.reasons import ConditionType
 from esbench.planning import grid, sweepstate
 
 TEMPLATE = {"elasticsearch": {"version": "8.15.0"}, "workload": {"track": "smoke"}}
@@ -98,7 +99,7 @@ def test_a_node_drifting_within_rounds_is_reported_with_its_figure_per_position(
     # 30 % a round of three runs: about +10 % from one position to the next.
     assert effect.low_percent < 10 < effect.high_percent and 5 < effect.per_position_percent < 15
     condition = sweepstate.status_report(plan, states, {}, {}, spec, []).conditions[0]
-    assert condition[:3] == (sweepstate.ORDER_EFFECT, True, "OrderEffectDetected")
+    assert condition[:3] == (ConditionType.ORDER_EFFECT, True, "OrderEffectDetected")
     assert "per position" in condition[3]
 
 
@@ -107,7 +108,7 @@ def test_a_steady_node_shows_no_order_effect_and_positions_are_recorded():
     plan, states = measured_sweep(spec, 0.0, seed=2)
     report = sweepstate.status_report(plan, states, {}, {}, spec, [])
     assert report.fields["orderEffects"][0]["state"] == "NotDetected"
-    assert report.conditions[0][:3] == (sweepstate.ORDER_EFFECT, False, "NoOrderEffect")
+    assert report.conditions[0][:3] == (ConditionType.ORDER_EFFECT, False, "NoOrderEffect")
     places = {(r["cell"], r["repetition"]): r["position"] for r in report.fields["runs"] if "position" in r}
     assert sorted(places[("c0", round_)] + places[("c1", round_)] for round_ in range(1, 7)) == [1] * 6
     assert not any("position" in r for r in report.fields["runs"] if r["cell"].startswith("w"))
@@ -119,7 +120,7 @@ def test_the_cells_own_order_is_reported_as_confounded_not_as_no_effect():
     [effect] = sweepstate.order_effects(plan, states, spec)
     assert effect.state == ordereffect.OrderState.CONFOUNDED
     condition = sweepstate.status_report(plan, states, {}, {}, spec, []).conditions[0]
-    assert condition[:3] == (sweepstate.ORDER_EFFECT, True, "OrderConfounded")
+    assert condition[:3] == (ConditionType.ORDER_EFFECT, True, "OrderConfounded")
 
 
 def test_a_real_effect_is_still_found_on_a_node_drifting_within_rounds():

@@ -6,22 +6,23 @@ from pydantic import ValidationError
 from esbench.api import models
 from esbench.api.models import Results, TaskResult, Throughput
 from esbench.api.race_report import RaceReport, encode_report
+from esbench.api.reasons import ConditionType, Reason
 from esbench.planning import status
 from esbench.planning.status import condition, headline, log_excerpt, redact, with_condition
 
 
 def test_condition_transition_time_moves_only_when_status_changes():
-    first = with_condition(None, "ClusterReady", False, "Provisioning", "creating", "T1", 1)
-    same = with_condition(first, "ClusterReady", False, "Provisioning", "still creating", "T2", 1)
+    first = with_condition(None, ConditionType.CLUSTER_READY, False, Reason.PROVISIONING, "creating", "T1", 1)
+    same = with_condition(first, ConditionType.CLUSTER_READY, False, Reason.PROVISIONING, "still creating", "T2", 1)
     assert same[0]["lastTransitionTime"] == "T1" and same[0]["message"] == "still creating"
-    flipped = with_condition(same, "ClusterReady", True, "ClusterReady", "ready", "T3", 1)
+    flipped = with_condition(same, ConditionType.CLUSTER_READY, True, Reason.CLUSTER_READY, "ready", "T3", 1)
     assert flipped == [{"type": "ClusterReady", "status": "True", "reason": "ClusterReady", "message": "ready",
                         "lastTransitionTime": "T3", "observedGeneration": 1}]
 
 
 def test_conditions_of_other_types_are_kept():
-    conditions = with_condition(None, "ClusterReady", True, "ClusterReady", "ok", "T1", 1)
-    conditions = with_condition(conditions, "BenchmarkComplete", False, "Running", "racing", "T2", 1)
+    conditions = with_condition(None, ConditionType.CLUSTER_READY, True, Reason.CLUSTER_READY, "ok", "T1", 1)
+    conditions = with_condition(conditions, ConditionType.BENCHMARK_COMPLETE, False, Reason.RUNNING, "racing", "T2", 1)
     assert [c["type"] for c in conditions] == ["BenchmarkComplete", "ClusterReady"]
 
 
@@ -49,10 +50,10 @@ def test_log_excerpt_is_the_redacted_tail_without_report_lines():
 
 
 def test_a_condition_is_found_by_type():
-    conditions = with_condition(None, "ClusterReady", False, "Provisioning", "waiting", "T1", 1)
-    assert condition({"conditions": conditions}, "ClusterReady")["message"] == "waiting"
-    assert condition({"conditions": conditions}, "BenchmarkComplete") is None
-    assert condition({}, "ClusterReady") is None
+    conditions = with_condition(None, ConditionType.CLUSTER_READY, False, Reason.PROVISIONING, "waiting", "T1", 1)
+    assert condition({"conditions": conditions}, ConditionType.CLUSTER_READY)["message"] == "waiting"
+    assert condition({"conditions": conditions}, ConditionType.BENCHMARK_COMPLETE) is None
+    assert condition({}, ConditionType.CLUSTER_READY) is None
 
 
 def test_a_status_field_the_crd_does_not_have_is_refused_before_the_api_server_prunes_it():

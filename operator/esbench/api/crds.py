@@ -14,6 +14,7 @@ import yaml
 from pydantic import BaseModel
 
 from esbench.api import models, openapi
+from esbench.api.reasons import ConditionType
 
 LABELS = {"app.kubernetes.io/name": "esbench", "app.kubernetes.io/part-of": "esbench"}
 
@@ -101,7 +102,7 @@ def sweep() -> dict[str, Any]:
             _column("Cells", "integer", ".status.progress.cells"),
             _column("Runs", "string", ".status.progress.summary", description="finished/planned runs"),
             _column("Failed", "integer", ".status.progress.failed"),
-            _column("Gates", "string", '.status.conditions[?(@.type=="GatesPassed")].status'),
+            _column("Gates", "string", f'.status.conditions[?(@.type=="{ConditionType.GATES_PASSED}")].status'),
             _column("Age", "date", ".metadata.creationTimestamp"),
             _column("Baseline", "string", ".status.baseline", priority=1),
             _column("Reason", "string", ".status.reason", priority=1),
@@ -121,7 +122,7 @@ def schedule() -> dict[str, Any]:
             _column("Suspend", "boolean", ".spec.suspend"),
             _column("Active", "integer", ".status.activeCount"),
             _column("Last Schedule", "date", ".status.lastScheduleTime"),
-            _column("Regression", "string", '.status.conditions[?(@.type=="Regression")].status',
+            _column("Regression", "string", f'.status.conditions[?(@.type=="{ConditionType.REGRESSION}")].status',
                     description="True: a regression confirmed by a re-run (the Regression condition)"),
             _column("Age", "date", ".metadata.creationTimestamp"),
             _column("Reason", "string", ".status.reason", priority=1),

@@ -42,6 +42,12 @@ class SchemaOf:
     description: str
 
 
+@dataclass(frozen=True)
+class AnyString:
+    """Type metadata: an enum in Python, any string in the CRD. For what the operator writes in a
+    status: the API server keeps accepting what an operator of another version wrote there."""
+
+
 def schema(model: type[BaseModel]) -> dict[str, Any]:
     """The structural schema of a model: an object with its fields as properties."""
     properties: dict[str, Any] = {}
@@ -101,6 +107,8 @@ def _type_schema(annotation: Any) -> dict[str, Any]:
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
     if origin is typing.Annotated:
+        if any(isinstance(arg, AnyString) for arg in args[1:]):
+            return {"type": "string"}
         result = _type_schema(args[0])
         metadata = [m for arg in args[1:] for m in (arg.metadata if isinstance(arg, FieldInfo) else [arg])]
         _constrain(result, metadata)

@@ -1,6 +1,7 @@
 """Every reason esbench writes: in status.reason, in its conditions, in its Events, and in the
-runner's report. One word per cause, CamelCase as Kubernetes reasons are; docs/api.md lists them
-with their meaning (api/reference.py reads MEANINGS).
+runner's report; and every type of condition it sets. One word per cause, CamelCase as Kubernetes
+reasons are; docs/api.md lists both with their meaning (api/reference.py reads MEANINGS and
+CONDITION_MEANINGS).
 """
 
 from __future__ import annotations
@@ -74,6 +75,20 @@ class Reason(StrEnum):
     REGRESSION_SUSPECTED = "RegressionSuspected"
     REGRESSION_CONFIRMED = "RegressionConfirmed"
     CHECK_FAILED = "CheckFailed"
+
+
+class ConditionType(StrEnum):
+    # An Experiment's
+    CLUSTER_READY = "ClusterReady"
+    BENCHMARK_COMPLETE = "BenchmarkComplete"
+    RECORDED = "Recorded"  # a sweep's too
+    # A sweep's
+    COMPLETE = "Complete"
+    GATES_PASSED = "GatesPassed"
+    ORDER_EFFECT = "OrderEffect"
+    # A schedule's
+    SCHEDULING = "Scheduling"
+    REGRESSION = "Regression"
 
 
 # What a runner may report as the kind of a failed race (api/race_report.py).
@@ -178,4 +193,22 @@ MEANINGS: dict[Reason, str] = {
     Reason.REGRESSION_CONFIRMED: "a regression stood after a run more: reported once per change, as a Warning Event "
                                  "and on the operator's metrics endpoint (esbench_regression_state 2)",
     Reason.CHECK_FAILED: "a schedule's runs could not be checked for regressions (Apache Otava is missing)",
+}
+
+CONDITION_MEANINGS: dict[ConditionType, str] = {
+    ConditionType.CLUSTER_READY: "an Experiment's cluster under test is ready: ECK reports it Ready, green (yellow for "
+                                 "one it only uses), with every node, at the current generation and version; False "
+                                 "says what it lacks",
+    ConditionType.BENCHMARK_COMPLETE: "an Experiment's race finished and its results are in status.results; False "
+                                      "while it waits or runs, and once it failed (with the failure's reason)",
+    ConditionType.RECORDED: "the results store holds the Experiment or the sweep (resultsStore in the chart); False "
+                            "while its write waits or fails",
+    ConditionType.COMPLETE: "every run of a sweep ended, or the sweep failed as a whole; False while its runs go on",
+    ConditionType.GATES_PASSED: "every gate of a sweep passed; False once one failed, or cannot tell at the end",
+    ConditionType.ORDER_EFFECT: "a run's position in its round explains a primary figure beyond its cell, or the "
+                                "order cannot be told from the cells",
+    ConditionType.SCHEDULING: "a schedule's ticks start runs; False while it is suspended, its spec is invalid, or "
+                              "its runs are refused",
+    ConditionType.REGRESSION: "a series of a schedule's configuration ends in a confirmed regression; False with "
+                              "none, one suspected, or no check possible",
 }

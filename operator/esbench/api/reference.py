@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from esbench.api import crds
-from esbench.api.reasons import MEANINGS
+from esbench.api.reasons import CONDITION_MEANINGS, MEANINGS
 
 _BOUNDS = (("minimum", ">="), ("maximum", "<="), ("minLength", "length >="), ("maxLength", "length <="),
            ("minItems", "items >="), ("maxItems", "items <="), ("maxProperties", "keys <="))
@@ -105,7 +105,11 @@ def markdown() -> str:
         lines.append("")
         lines += _section("spec", root["properties"]["spec"], "spec")
         lines += _section("status", root["properties"]["status"], "status")
-    lines += ["## Reasons", "", "In `status.reason`, in conditions, in Events (marked), and in the runner's report.", "",
+    lines += ["## Condition types", "", "In `status.conditions`: each says what it means when True.", "",
+              "| Type | Meaning |", "|---|---|"]
+    lines += [f"| `{type_}` | {_cell(meaning)} |" for type_, meaning in CONDITION_MEANINGS.items()]
+    lines += ["", "## Reasons", "", "In `status.reason`, in conditions, in Events (marked), and in the runner's report.",
+              "",
               "| Reason | Meaning |", "|---|---|"]
     lines += [f"| `{reason}` | {_cell(meaning)} |" for reason, meaning in MEANINGS.items()]
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -45,12 +45,11 @@ from esbench.runner import race
 from esbench.runner.target import Target
 
 DEFAULT_HEAP = "1g"
-CLUSTER_NOT_READY = "ClusterNotReady"  # the operator's reason when the cluster never became ready
 # race.EXIT_CODES covers the race's outcomes (0, 10-14, 16, 17); 15 and 130 are local mode's own.
 EXIT_INVALID_SPEC = race.EXIT_CODES[Reason.INVALID_SPEC]
 EXIT_CLUSTER_NOT_READY = 15
 EXIT_INTERRUPTED = 130
-RACE_SUCCEEDED = ("RaceSucceeded", "Race finished; results collected")  # as the operator words it
+RACE_SUCCEEDED = (Reason.RACE_SUCCEEDED, "Race finished; results collected")  # as the operator words it
 
 INTEG_TEST_ZIP = (
     "Maven Central's integ-test-zip: a minimal distribution with only the transport-netty4, x-pack-core "
@@ -157,7 +156,7 @@ def experiment_document(
     stored: dict[str, Any],
     *,
     succeeded: bool,
-    reason: str,
+    reason: Reason,
     message: str,
     race_id: str,
     start_time: datetime,
@@ -404,7 +403,7 @@ def run(stored: dict[str, Any], spec: models.ExperimentSpec, options: Options, p
                     cluster_version = target.get("/", timeout=5)["version"]["number"]
     except ClusterNotReady as error:
         document = experiment_document(
-            stored, succeeded=False, reason=CLUSTER_NOT_READY, message=str(error), race_id=race_id,
+            stored, succeeded=False, reason=Reason.CLUSTER_NOT_READY, message=str(error), race_id=race_id,
             start_time=started, completion_time=_now(), annotations=annotations)
         if options.work_dir is None:  # the race never started: nothing in it worth keeping
             shutil.rmtree(work_dir, ignore_errors=True)
@@ -417,7 +416,7 @@ def run(stored: dict[str, Any], spec: models.ExperimentSpec, options: Options, p
         reason, message = RACE_SUCCEEDED
     else:
         assert report.failure is not None
-        reason, message = report.failure.kind.value, status.redact(report.failure.message)
+        reason, message = report.failure.kind, status.redact(report.failure.message)
     document = experiment_document(
         stored, succeeded=report.succeeded, reason=reason, message=message, race_id=race_id, start_time=started,
         completion_time=_now(), results=report.results, cluster_version=cluster_version, annotations=annotations)

@@ -32,6 +32,7 @@ from typing import Any
 
 from esbench.api import models, validation
 from esbench.api.models import SweepPhase, SweepSpec, SweepStatus
+from esbench.api.reasons import Reason
 from esbench.cli import local
 from esbench.planning import grid, manifests, status, sweepstate
 
@@ -210,7 +211,7 @@ def run(stored: dict[str, Any], spec: SweepSpec, options: local.Options, progres
                     shared = nodes.for_group(following.group, child_spec)
                 except local.ClusterNotReady as error:
                     failed = local.experiment_document(
-                        child, succeeded=False, reason=local.CLUSTER_NOT_READY, message=str(error),
+                        child, succeeded=False, reason=Reason.CLUSTER_NOT_READY, message=str(error),
                         race_id=str(uuid.uuid4()), start_time=datetime.now(UTC), completion_time=datetime.now(UTC))
                     out.write_run(failed)
                     runs.append(failed)

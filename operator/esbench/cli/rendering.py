@@ -20,6 +20,7 @@ from rich.text import Text
 from esbench.analysis import compare, foreignwrites, profiles, stats, steadystate
 from esbench.analysis.compare import Comparison, Section, format_value, unit_label
 from esbench.api import models
+from esbench.api.reasons import ConditionType
 
 
 def console() -> Console:
@@ -388,7 +389,7 @@ def print_sweep(console: Console, document: dict[str, Any], every_row: bool = Fa
                       "all of them with --all, --format json or esbench report.", style="dim")
     for gate in state.get("gates", []):
         console.print(_gate_line(gate), highlight=False)
-    order = next((c for c in state.get("conditions") or [] if c.get("type") == "OrderEffect"), None)
+    order = next((c for c in state.get("conditions") or [] if c.get("type") == ConditionType.ORDER_EFFECT), None)
     if order:
         colour = "yellow" if order.get("status") == "True" else "green"
         console.print(f"order: [{colour}]{order['reason']}[/] {escape(order.get('message', ''))}", highlight=False)

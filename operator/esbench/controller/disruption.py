@@ -38,7 +38,7 @@ class RaceFacts:
     cluster_pods: list[dict[str, Any]] = field(default_factory=list)
 
 
-def cause(facts: RaceFacts, reason: str, message: str) -> tuple[str, str]:
+def cause(facts: RaceFacts, reason: Reason, message: str) -> tuple[Reason, str]:
     """The reason and message a failed race ends with: the runner's (REASON, MESSAGE), unless its
     pods show a cause it could not see, which then leads, with the runner's failure after it."""
     if reason in SPEC_FAILURES:

@@ -15,19 +15,19 @@ from typing import Any
 from esbench.analysis import contrasts
 from esbench.api.models import KIND, TERMINAL_PHASES, CleanupPolicy, ExperimentStatus, Phase, Results, lifecycle_setting
 from esbench.api.race_report import RaceReport, UnreadableReport, decode_report
-from esbench.api.reasons import Reason
+from esbench.api.reasons import ConditionType, Reason
 from esbench.planning import manifests, readiness, status
 from esbench.planning.readiness import ECK_NOT_INSTALLED
-from esbench.planning.status import BENCHMARK_COMPLETE, CLUSTER_READY
+from esbench.planning.status import ConditionUpdate
 
-Condition = tuple[str, bool, str, str]  # (type, met, reason, message)
-RACE_WAITS_FOR_CLUSTER: Condition = (BENCHMARK_COMPLETE, False, Reason.WAITING_FOR_CLUSTER, "The race starts once the cluster is ready")
+RACE_WAITS_FOR_CLUSTER: ConditionUpdate = (ConditionType.BENCHMARK_COMPLETE, False, Reason.WAITING_FOR_CLUSTER,
+                                           "The race starts once the cluster is ready")
 
 
 @dataclass(frozen=True)
 class Event:
     type: str  # "Normal" or "Warning"
-    reason: str
+    reason: Reason
     message: str
 
 
@@ -36,10 +36,10 @@ class Write:
     """A status write, after the EVENT (if any) that announces it."""
 
     phase: Phase
-    reason: str
+    reason: Reason
     message: str
     fields: dict[str, Any] = field(default_factory=dict)
-    conditions: tuple[Condition, ...] = ()
+    conditions: tuple[ConditionUpdate, ...] = ()
     event: Event | None = None
 
 
@@ -47,7 +47,7 @@ class Write:
 class End:
     """The Experiment ends: Succeeded, or Failed as REASON, MESSAGE."""
 
-    reason: str
+    reason: Reason
     message: str
     succeeded: bool = False
 
@@ -76,14 +76,14 @@ class StartRace:
 class RaceFailure:
     """How the runner saw its race fail, before the pods are asked for a cause (disruption.py)."""
 
-    reason: str
+    reason: Reason
     message: str
 
 
 def invalid_spec(message: str, now: datetime) -> Write:
     """A spec that cannot run fails at once (no cleanup: it never made anything)."""
     return Write(Phase.FAILED, Reason.INVALID_SPEC, message, {"completionTime": status.timestamp(now)},
-                 ((BENCHMARK_COMPLETE, False, Reason.INVALID_SPEC, message),))
+                 ((ConditionType.BENCHMARK_COMPLETE, False, Reason.INVALID_SPEC, message),))
 
 
 # --- Pending: the cluster under test --------------------------------------------------------
@@ -97,7 +97,7 @@ def use_cluster(body: dict[str, Any], experiment: manifests.Experiment, now: dat
     if experiment.cluster:
         fields["clusterName"] = experiment.cluster
     return Write(Phase.PROVISIONING, Reason.WAITING_FOR_CLUSTER, message, fields,
-                 ((CLUSTER_READY, False, Reason.WAITING_FOR_CLUSTER, message), RACE_WAITS_FOR_CLUSTER),
+                 ((ConditionType.CLUSTER_READY, False, Reason.WAITING_FOR_CLUSTER, message), RACE_WAITS_FOR_CLUSTER),
                  Event("Normal", Reason.PROVISIONING, message))
 
 
@@ -107,7 +107,7 @@ def eck_missing(body: dict[str, Any], experiment: manifests.Experiment, now: dat
         return End(Reason.ECK_NOT_INSTALLED, ECK_NOT_INSTALLED)
     first = (body.get("status") or {}).get("phase") != Phase.PENDING
     return Write(Phase.PENDING, Reason.ECK_NOT_INSTALLED, ECK_NOT_INSTALLED, {"startTime": _started(body, now)},
-                 ((CLUSTER_READY, False, Reason.ECK_NOT_INSTALLED, ECK_NOT_INSTALLED),),
+                 ((ConditionType.CLUSTER_READY, False, Reason.ECK_NOT_INSTALLED, ECK_NOT_INSTALLED),),
                  Event("Warning", Reason.ECK_NOT_INSTALLED, ECK_NOT_INSTALLED) if first else None)
 
 
@@ -121,14 +121,14 @@ def provision(body: dict[str, Any], experiment: manifests.Experiment, es: dict[s
             message = (f"Waiting for Elasticsearch {experiment.cluster}, left by a deleted Experiment of the "
                        "same name, to be garbage-collected")
             return Write(Phase.PENDING, Reason.PREVIOUS_CLUSTER_DELETING, message, {"startTime": started},
-                         ((CLUSTER_READY, False, Reason.PREVIOUS_CLUSTER_DELETING, message),))
+                         ((ConditionType.CLUSTER_READY, False, Reason.PREVIOUS_CLUSTER_DELETING, message),))
         return End(Reason.CLUSTER_NAME_CONFLICT, conflict("Elasticsearch", es))
     message = f"Creating Elasticsearch cluster {experiment.cluster} ({experiment.spec.elasticsearch.version})"
     # What the first readiness check will say, said now: one status write fewer per Experiment.
     waiting = readiness.readiness(es).message if es else message
     return Write(Phase.PROVISIONING, Reason.PROVISIONING, message,
                  {"startTime": started, "clusterName": experiment.cluster, "raceId": experiment.race_id},
-                 ((CLUSTER_READY, False, Reason.PROVISIONING, waiting), RACE_WAITS_FOR_CLUSTER),
+                 ((ConditionType.CLUSTER_READY, False, Reason.PROVISIONING, waiting), RACE_WAITS_FOR_CLUSTER),
                  Event("Normal", Reason.PROVISIONING, message))
 
 
@@ -187,11 +187,18 @@ def _not_ready(body: dict[str, Any], experiment: manifests.Experiment, verdict: 
         timeout = experiment.spec.lifecycle.cluster_ready_timeout_seconds
         return End(Reason.CLUSTER_NOT_READY, f"Cluster not ready after {timeout}s. {verdict.message}")
     state = body.get("status") or {}
-    current = status.condition(state, CLUSTER_READY) or {}
+    current = status.condition(state, ConditionType.CLUSTER_READY) or {}
     if current.get("message") == verdict.message:  # say what it waits for, once per change
         return None
-    return Write(Phase.PROVISIONING, state.get("reason") or Reason.PROVISIONING, state.get("message") or verdict.message,
-                 conditions=((CLUSTER_READY, False, current.get("reason") or Reason.PROVISIONING, verdict.message),))
+    ready = ConditionType.CLUSTER_READY, False, kept_reason(current.get("reason"), Reason.PROVISIONING), verdict.message
+    return Write(Phase.PROVISIONING, kept_reason(state.get("reason"), Reason.PROVISIONING),
+                 state.get("message") or verdict.message, conditions=(ready,))
+
+
+def kept_reason(reason: str | None, default: Reason) -> Reason:
+    """A reason read back from the status, to write again as it is: an operator of ours wrote it,
+    so it is a Reason; DEFAULT if there is none, or if someone else wrote one of their own."""
+    return Reason(reason) if reason in list(Reason) else default
 
 
 def race_started(body: dict[str, Any], experiment: manifests.Experiment, es: dict[str, Any] | None,
@@ -212,8 +219,9 @@ def race_started(body: dict[str, Any], experiment: manifests.Experiment, es: dic
     if es is not None and experiment.owns_cluster:  # what the cleanup deletes, without reading it again
         fields["clusterUID"] = es["metadata"]["uid"]
     return Write(Phase.BENCHMARKING, Reason.BENCHMARKING, message, fields,
-                 ((CLUSTER_READY, True, Reason.CLUSTER_READY, start.verdict.message),
-                  (BENCHMARK_COMPLETE, False, Reason.RUNNING, f"Rally race {experiment.race_id} is running")),
+                 ((ConditionType.CLUSTER_READY, True, Reason.CLUSTER_READY, start.verdict.message),
+                  (ConditionType.BENCHMARK_COMPLETE, False, Reason.RUNNING,
+                   f"Rally race {experiment.race_id} is running")),
                  Event("Normal", Reason.BENCHMARKING, message))
 
 
@@ -265,7 +273,7 @@ def report_verdict(report: RaceReport) -> End | RaceFailure:
     failure = report.failure
     if failure is None:
         return RaceFailure(Reason.RACE_FAILED, "Race failed")
-    return RaceFailure(failure.kind.value, status.redact(failure.message))
+    return RaceFailure(failure.kind, status.redact(failure.message))
 
 
 def results_fields(experiment: manifests.Experiment, results: Results) -> dict[str, Any]:
@@ -282,9 +290,9 @@ def results_fields(experiment: manifests.Experiment, results: Results) -> dict[s
 def ending(body: dict[str, Any], end: End, now: datetime, extra: dict[str, Any] | None = None) -> Write:
     """The status write that ends the Experiment, with EXTRA fields (the results) in it. A cluster
     that never became ready is not ready for the same reason."""
-    conditions = [(BENCHMARK_COMPLETE, end.succeeded, end.reason, end.message)]
+    conditions: list[ConditionUpdate] = [(ConditionType.BENCHMARK_COMPLETE, end.succeeded, end.reason, end.message)]
     if not (body.get("status") or {}).get("clusterVersion"):
-        conditions.append((CLUSTER_READY, False, end.reason, end.message))
+        conditions.append((ConditionType.CLUSTER_READY, False, end.reason, end.message))
     return Write(Phase.SUCCEEDED if end.succeeded else Phase.FAILED, end.reason, end.message,
                  {"completionTime": status.timestamp(now), **(extra or {})}, tuple(conditions))
 

@@ -307,8 +307,8 @@ class Reconciler:
         store = self.store
         return record_in_store(
             body, lambda: store.add(record), f"as race {record.race_id} (series {record.configuration})", self.emit,
-            lambda condition: self._write(body, Write(Phase(state["phase"]), state["reason"], state["message"],
-                                                      conditions=(condition,))))
+            lambda condition: self._write(body, Write(Phase(state["phase"]), experimentstate.kept_reason(
+                state["reason"], Reason.RACE_SUCCEEDED), state["message"], conditions=(condition,))))
 
     def _race_json(self, body: dict[str, Any], configmap: str) -> dict[str, Any] | None:
         found = self.kube.get_configmap(body["metadata"]["namespace"], configmap)

@@ -22,11 +22,10 @@ from typing import Any
 
 from esbench.analysis import changepoints, compare
 from esbench.api.models import RegressionCheck, RegressionState, SeriesRegression
-from esbench.api.reasons import Reason
+from esbench.api.reasons import ConditionType, Reason
 from esbench.history.records import SeriesPoint
 from esbench.planning import names
-
-REGRESSION = "Regression"  # the schedule's condition
+from esbench.planning.status import ConditionUpdate
 
 
 def per_run(points: list[SeriesPoint]) -> list[SeriesPoint]:
@@ -104,16 +103,16 @@ def describe(regression: dict[str, Any]) -> str:
             f"(p {regression['pvalue']:.2g})")
 
 
-def condition(check: dict[str, Any]) -> tuple[str, bool, str, str]:
+def condition(check: dict[str, Any]) -> ConditionUpdate:
     confirmed, suspected = _of(check, RegressionState.CONFIRMED), _of(check, RegressionState.SUSPECTED)
     if confirmed:
-        return REGRESSION, True, Reason.REGRESSION_CONFIRMED, "; ".join(map(describe, confirmed))
+        return ConditionType.REGRESSION, True, Reason.REGRESSION_CONFIRMED, "; ".join(map(describe, confirmed))
     if suspected:
         confirming = check.get("confirmingRun")
         then = f"run {confirming} confirms it or not" if confirming else "the next run confirms it or not"
-        return REGRESSION, False, Reason.REGRESSION_SUSPECTED, f"{'; '.join(map(describe, suspected))}: {then}"
+        return ConditionType.REGRESSION, False, Reason.REGRESSION_SUSPECTED, f"{'; '.join(map(describe, suspected))}: {then}"
     configurations = check["configurations"]
     of = f"configuration {configurations[0]}" if len(configurations) == 1 else f"the {len(configurations)} cells"
-    return REGRESSION, False, Reason.NO_REGRESSION, (
+    return ConditionType.REGRESSION, False, Reason.NO_REGRESSION, (
         f"no series of {of} ends in a regression ({check['series']} series over {check['races']} races, "
         f"through run {check['run']})")

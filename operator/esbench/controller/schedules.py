@@ -27,16 +27,15 @@ from esbench.api.models import (
     ScheduleStatus,
     SweepSpec,
 )
-from esbench.api.reasons import Reason
+from esbench.api.reasons import ConditionType, Reason
 from esbench.controller import metrics, regressionwatch
 from esbench.controller.kube import Kube, Rejected
 from esbench.controller.reconciling import EventSink, KeyedLocks
 from esbench.history import records
 from esbench.history.esstore import ElasticsearchStore
 from esbench.planning import grid, manifests, schedulestate, status
-from esbench.planning.status import recorded
+from esbench.planning.status import ConditionUpdate, recorded
 
-SCHEDULING = "Scheduling"  # the condition: whether ticks start runs
 logger = logging.getLogger(__name__)
 
 
@@ -65,7 +64,7 @@ class ScheduleReconciler:
                 if (body.get("status") or {}).get("reason") != Reason.INVALID_SPEC:
                     self.emit(body, "Warning", Reason.INVALID_SPEC, message)
                 self._patch(body, {"reason": Reason.INVALID_SPEC, "message": message},
-                            (SCHEDULING, False, Reason.INVALID_SPEC, message))
+                            (ConditionType.SCHEDULING, False, Reason.INVALID_SPEC, message))
                 return
             self._step(body, schedule)
 
@@ -86,8 +85,9 @@ class ScheduleReconciler:
         for name in decision.replace + decision.delete:
             delete_run(schedule.namespace, name)
         fields: dict[str, Any] = {}
-        condition = (SCHEDULING, not schedule.spec.suspend, Reason.SUSPENDED if schedule.spec.suspend
-                     else Reason.SCHEDULED, f"schedule {schedule.spec.schedule} (UTC)")
+        condition: ConditionUpdate = (ConditionType.SCHEDULING, not schedule.spec.suspend,
+                                      Reason.SUSPENDED if schedule.spec.suspend else Reason.SCHEDULED,
+                                      f"schedule {schedule.spec.schedule} (UTC)")
         if decision.start:
             manifest = manifests.schedule_run_manifest(schedule, body["spec"], decision.start)
             started = manifest["metadata"]["name"]
@@ -95,7 +95,7 @@ class ScheduleReconciler:
                 create_run(manifest)
             except Rejected as rejected:  # e.g. a quota: said, and tried again at the next look
                 fields.update(reason=Reason.REJECTED, message=str(rejected))
-                condition = (SCHEDULING, False, Reason.REJECTED, str(rejected))
+                condition = (ConditionType.SCHEDULING, False, Reason.REJECTED, str(rejected))
             else:
                 fields.update(lastScheduleTime=status.timestamp(decision.start), reason=Reason.RUN_STARTED,
                               message=f"{started} started for the tick of {status.timestamp(decision.start)}")
@@ -129,7 +129,7 @@ class ScheduleReconciler:
 
     def _watch(self, body: dict[str, Any], schedule: manifests.Schedule, runs: list[schedulestate.Run],
                children: list[dict[str, Any]], busy: bool, create_run: Callable[[dict[str, Any]], Any]
-               ) -> tuple[dict[str, Any] | None, tuple[str, bool, str, str], str | None]:
+               ) -> tuple[dict[str, Any] | None, ConditionUpdate, str | None]:
         """The regression check of the newest recorded run, made once per run, its condition, and
         the confirming run started now (by CREATE_RUN), if any: once nothing else runs (BUSY: a run
         is under way). Raises StoreUnavailable."""
@@ -146,7 +146,7 @@ class ScheduleReconciler:
             try:
                 python = changepoints.otava_python()
             except changepoints.OtavaMissing as error:
-                return before, (regressionwatch.REGRESSION, False, Reason.CHECK_FAILED, str(error)), None
+                return before, (ConditionType.REGRESSION, False, Reason.CHECK_FAILED, str(error)), None
             series = self.store.series(list(watched), changepoints.WATCHED_METRICS)
             check = regressionwatch.check(newest.name, newest.scheduled, watched, series, python, before)
             confirmed = regressionwatch.newly_confirmed(check, before)
@@ -155,7 +155,7 @@ class ScheduleReconciler:
                           f"regression confirmed by run {check['run']}: "
                           + "; ".join(map(regressionwatch.describe, confirmed)))
         if check is None:
-            return None, (regressionwatch.REGRESSION, False, Reason.NO_REGRESSION,
+            return None, (ConditionType.REGRESSION, False, Reason.NO_REGRESSION,
                           "no run of the schedule recorded yet"), None
         suspect = regressionwatch.to_confirm(check)
         confirming = None
@@ -188,7 +188,7 @@ class ScheduleReconciler:
         cells = grid.cells(SweepSpec.model_validate(run["spec"]), name, schedule.namespace)
         return {records.configuration_id(cell.spec): cell.id for cell in cells}
 
-    def _patch(self, body: dict[str, Any], fields: dict[str, Any], *conditions: tuple[str, bool, str, str]) -> None:
+    def _patch(self, body: dict[str, Any], fields: dict[str, Any], *conditions: ConditionUpdate) -> None:
         patch = status.patch_of(ScheduleStatus, body, fields, *conditions)
         if patch is not None:
             self.kube.patch_schedule_status(body["metadata"]["namespace"], body["metadata"]["name"], patch)

@@ -35,7 +35,7 @@ from esbench.api.models import (
     SweepStatus,
     lifecycle_setting,
 )
-from esbench.api.reasons import Reason
+from esbench.api.reasons import ConditionType, Reason
 from esbench.controller.config import Settings
 from esbench.controller.kube import KindNotServed, Kube, Rejected
 from esbench.controller.reconciling import EventSink, KeyedLocks, delete_cluster
@@ -72,7 +72,7 @@ class SweepReconciler:
                 message = _message(error)
                 self._patch(body, {"phase": SweepPhase.FAILED.value, "reason": Reason.INVALID_SPEC, "message": message,
                                    "completionTime": status.now()},
-                            (sweepstate.COMPLETE, True, Reason.INVALID_SPEC, message))
+                            (ConditionType.COMPLETE, True, Reason.INVALID_SPEC, message))
                 self.emit(body, "Warning", Reason.INVALID_SPEC, message)
                 return
             self._step(body, sweep, plan)
@@ -114,7 +114,7 @@ class SweepReconciler:
             if give_up:
                 report.fields.update(phase=SweepPhase.FAILED.value, completionTime=status.now())
                 report.complete = True
-            report.conditions[-1] = (sweepstate.COMPLETE, give_up, *not_started)
+            report.conditions[-1] = (ConditionType.COMPLETE, give_up, *not_started)
         patched = self._patch(body, report.fields, *report.conditions)
         if report.complete:
             self._comparisons.pop(sweep.uid)
@@ -159,7 +159,7 @@ class SweepReconciler:
             delete_cluster(self.kube, self.emit, body, cluster, es["metadata"]["uid"])
 
     def _patch(self, body: dict[str, Any], fields: dict[str, Any],
-               *conditions: tuple[str, bool, str, str]) -> dict[str, Any]:
+               *conditions: status.ConditionUpdate) -> dict[str, Any]:
         """Returns the sweep as patched."""
         patch = status.patch_of(SweepStatus, body, fields, *conditions)
         if patch is None:

@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from esbench.api.models import TERMINAL_PHASES, Phase, lifecycle_setting
+from esbench.api.reasons import ConditionType
 from esbench.planning import manifests, status
 
 Key = tuple[str, str]  # (namespace, name)
@@ -43,7 +44,7 @@ def next_look(body: dict[str, Any], resync_seconds: float) -> float | None:
     would be 2,000 reads per resync, nearly all of them for nothing.)"""
     phase = (body.get("status") or {}).get("phase")
     if phase in [p.value for p in TERMINAL_PHASES]:
-        recorded = status.condition(body["status"], status.RECORDED)
+        recorded = status.condition(body["status"], ConditionType.RECORDED)
         ttl = lifecycle_setting(body.get("spec") or {}, "ttlSecondsAfterFinished")
         return None if ttl is None and not (recorded and recorded["status"] == "False") else resync_seconds
     watched = WATCHED_WAIT_RESYNCS * resync_seconds

@@ -6,12 +6,12 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from esbench.api.models import Model, Results
+from esbench.api.models import Condition, Model, Results
 from esbench.api.race_report import MARKER
+from esbench.api.reasons import ConditionType, Reason
 
-CLUSTER_READY = "ClusterReady"
-BENCHMARK_COMPLETE = "BenchmarkComplete"
-RECORDED = "Recorded"
+# A condition to set: (type, met, reason, message).
+ConditionUpdate = tuple[ConditionType, bool, Reason, str]
 
 # Anything credential-shaped is cut from text we copy out of a pod log.
 _SECRET_PATTERNS = [
@@ -66,9 +66,9 @@ def checked(model: type[Model], patch: dict[str, Any]) -> dict[str, Any]:
 
 def with_condition(
     conditions: list[dict[str, Any]] | None,
-    type_: str,
+    type_: ConditionType,
     status: bool,
-    reason: str,
+    reason: Reason,
     message: str,
     now: str,
     generation: int | None,
@@ -83,15 +83,13 @@ def with_condition(
         else:
             result.append(condition)
     transition = previous["lastTransitionTime"] if previous and previous.get("status") == value else now
-    new = {"type": type_, "status": value, "reason": reason, "message": message, "lastTransitionTime": transition}
-    if generation is not None:
-        new["observedGeneration"] = generation
-    result.append(new)
+    result.append(Condition(type=type_, status=value, reason=reason, message=message, last_transition_time=transition,
+                            observed_generation=generation).to_wire())
     return sorted(result, key=lambda c: c["type"])
 
 
 def patch_of(model: type[Model], body: dict[str, Any], fields: dict[str, Any],
-             *conditions: tuple[str, bool, str, str]) -> dict[str, Any] | None:
+             *conditions: ConditionUpdate) -> dict[str, Any] | None:
     """The status patch that sets FIELDS and CONDITIONS (type, met, reason, message) on BODY,
     checked against its kind's status model; None when it would change nothing (no write, so no
     event storm from the operator's own updates)."""
@@ -105,14 +103,14 @@ def patch_of(model: type[Model], body: dict[str, Any], fields: dict[str, Any],
     return None if all(current.get(key) == value for key, value in patch.items()) else patch
 
 
-def condition(status: dict[str, Any], type_: str) -> dict[str, Any] | None:
+def condition(status: dict[str, Any], type_: ConditionType) -> dict[str, Any] | None:
     """The condition of that type in a status, if set."""
     return next((c for c in status.get("conditions") or [] if c.get("type") == type_), None)
 
 
 def recorded(body: dict[str, Any]) -> bool:
     """Whether the results store holds the object (its Recorded condition)."""
-    found = condition(body.get("status") or {}, RECORDED)
+    found = condition(body.get("status") or {}, ConditionType.RECORDED)
     return found is not None and found["status"] == "True"
 
 

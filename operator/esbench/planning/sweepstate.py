@@ -27,17 +27,8 @@ from esbench.api.models import (
     SweepSpec,
     Workload,
 )
-from esbench.api.reasons import Reason
+from esbench.api.reasons import ConditionType, Reason
 from esbench.planning import grid, manifests, names, status
-
-COMPLETE = "Complete"
-
-
-GATES_PASSED = "GatesPassed"
-
-
-ORDER_EFFECT = "OrderEffect"
-
 
 # Failures a retry cannot mend: the same spec fails the same way.
 NOT_RETRIED = {Reason.INVALID_SPEC, Reason.CLUSTER_NAME_CONFLICT, Reason.JOB_NAME_CONFLICT}
@@ -457,7 +448,7 @@ class StatusReport:
     """The sweep's status fields and conditions as its runs stand."""
 
     fields: dict[str, Any]
-    conditions: list[tuple[str, bool, str, str]]
+    conditions: list[status.ConditionUpdate]
     complete: bool
 
 
@@ -485,7 +476,7 @@ def status_report(plan: grid.Plan, states: list[Progress], run_groups: dict[str,
         fields["contrasts"] = contrast_rows
     if warmups:
         fields["warmups"] = warmups
-    conditions = []
+    conditions: list[status.ConditionUpdate] = []
     effects = order_effects(plan, states, spec)
     if effects:
         fields["orderEffects"] = ordereffect.to_wire(effects)
@@ -498,13 +489,13 @@ def status_report(plan: grid.Plan, states: list[Progress], run_groups: dict[str,
         failed_gates = [g for g in gates if g["result"] == "Failed"]
         undecided_gates = [g for g in gates if g["result"] == "Undecided"]
         if failed_gates:
-            conditions.append((GATES_PASSED, False, Reason.GATE_FAILED,
+            conditions.append((ConditionType.GATES_PASSED, False, Reason.GATE_FAILED,
                                "; ".join(f"{g['task']} {g['metric']}: {g['message']}" for g in failed_gates)))
         elif undecided_gates:
-            conditions.append((GATES_PASSED, False, Reason.GATE_UNDECIDED,
+            conditions.append((ConditionType.GATES_PASSED, False, Reason.GATE_UNDECIDED,
                                "; ".join(f"{g['task']} {g['metric']}: {g['message']}" for g in undecided_gates)))
         elif complete:
-            conditions.append((GATES_PASSED, True, Reason.GATES_PASSED, f"{len(gates)} gate(s) passed"))
+            conditions.append((ConditionType.GATES_PASSED, True, Reason.GATES_PASSED, f"{len(gates)} gate(s) passed"))
     if complete and counts["failed"]:
         phase, reason = SweepPhase.FAILED, Reason.RUNS_FAILED
         message = f"{counts['failed']} of {len(states)} runs failed after retries; the comparison uses the others"
@@ -516,23 +507,23 @@ def status_report(plan: grid.Plan, states: list[Progress], run_groups: dict[str,
     fields.update(phase=phase.value, reason=reason, message=message)
     if complete:
         fields["completionTime"] = status.now()
-    conditions.append((COMPLETE, complete, reason, message))
+    conditions.append((ConditionType.COMPLETE, complete, reason, message))
     return StatusReport(fields, conditions, complete)
 
 
-def _order_condition(effects: list[ordereffect.OrderEffect]) -> tuple[str, bool, str, str] | None:
+def _order_condition(effects: list[ordereffect.OrderEffect]) -> status.ConditionUpdate | None:
     """OrderEffect: True when the runs' positions explain a primary figure, or cannot be told from
     the cells; its message says which and how much. None while no figure could be tested."""
     detected = [w for e in effects if e.state == ordereffect.OrderState.DETECTED and (w := ordereffect.warning(e))]
     if detected:
-        return ORDER_EFFECT, True, Reason.ORDER_EFFECT_DETECTED, "; ".join(detected)
+        return ConditionType.ORDER_EFFECT, True, Reason.ORDER_EFFECT_DETECTED, "; ".join(detected)
     confounded = [w for e in effects if e.state == ordereffect.OrderState.CONFOUNDED and (w := ordereffect.warning(e))]
     if confounded:
-        return ORDER_EFFECT, True, Reason.ORDER_CONFOUNDED, confounded[0]
+        return ConditionType.ORDER_EFFECT, True, Reason.ORDER_CONFOUNDED, confounded[0]
     tested = sum(1 for e in effects if e.state == ordereffect.OrderState.NOT_DETECTED)
     if not tested:
         return None
-    return ORDER_EFFECT, False, Reason.NO_ORDER_EFFECT, f"no order effect on {tested} primary figure(s)"
+    return ConditionType.ORDER_EFFECT, False, Reason.NO_ORDER_EFFECT, f"no order effect on {tested} primary figure(s)"
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from esbench.api.openapi import AnyString
+from esbench.api.reasons import Reason
+
 GROUP = "esbench.io"
 VERSION = "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
@@ -58,6 +61,7 @@ SCHEDULED_AT = "esbench.io/scheduled-at"
 Int64 = Annotated[int, Field(json_schema_extra={"format": "int64"})]
 Timestamp = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
 Records = list[dict[str, Any]]  # each a free-form object (typed where it is written)
+StatusReason = Annotated[Reason, AnyString()]  # status.reason: a Reason, a string in the CRD
 
 
 class Condition(Model):

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import Field
 
-from esbench.api.models.common import Conditions, Int64, Model, Records, Timestamp
+from esbench.api.models.common import Conditions, Int64, Model, Records, StatusReason, Timestamp
 from esbench.api.models.experiment import ProfileEvent, TrackSource
 
 
@@ -357,7 +357,7 @@ class Results(Model):
 
 class ExperimentStatus(Model):
     phase: Phase | None = None
-    reason: str | None = None
+    reason: StatusReason | None = None
     message: str | None = None
     observed_generation: Int64 | None = None
     cluster_name: str | None = None

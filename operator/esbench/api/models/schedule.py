@@ -7,7 +7,7 @@ from enum import Enum
 
 from pydantic import ConfigDict, Field
 
-from esbench.api.models.common import Conditions, Int64, Model, Timestamp
+from esbench.api.models.common import Conditions, Int64, Model, StatusReason, Timestamp
 from esbench.api.models.experiment import ExperimentSpec
 from esbench.api.models.sweep import SweepSpec
 from esbench.api.openapi import rules
@@ -95,7 +95,7 @@ class RegressionCheck(Model):
 
 
 class ScheduleStatus(Model):
-    reason: str | None = None
+    reason: StatusReason | None = None
     message: str | None = None
     observed_generation: Int64 | None = None
     last_schedule_time: Timestamp | None = Field(None, description="The latest tick a run was created for.")

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from esbench.api.models.common import Conditions, Int64, Model, Records, Timestamp, cel_list
+from esbench.api.models.common import Conditions, Int64, Model, Records, StatusReason, Timestamp, cel_list
 from esbench.api.models.experiment import METRIC_NAMES, ExperimentSpec, TaskName
 from esbench.api.openapi import SchemaOf, rules
 
@@ -338,7 +338,7 @@ class OrderEffect(Model):
 
 class SweepStatus(Model):
     phase: SweepPhase | None = None
-    reason: str | None = None
+    reason: StatusReason | None = None
     message: str | None = None
     observed_generation: Int64 | None = None
     start_time: Timestamp | None = None
