@@ -149,10 +149,14 @@ NODE_METRICS: list[tuple[Metric, Callable[[models.NodeSample], float | None]]] =
 CAPACITY = Metric("capacity", "capacity", HIGHER, "ops/s")
 
 
+# Every metric, in the API's order (models.METRIC_NAMES).
+METRICS = [*(metric for metric, _ in TASK_METRICS), CAPACITY, *(metric for metric, _ in CLUSTER_METRICS),
+           *(metric for metric, _ in NODE_METRICS)]
+
+
 def metric_named(key: str) -> Metric | None:
-    """The task, cluster, node or capacity metric with this key."""
-    metrics = (*TASK_METRICS, *CLUSTER_METRICS, *NODE_METRICS, (CAPACITY, None))
-    return next((metric for metric, _ in metrics if metric.key == key), None)
+    """The task, capacity, cluster or node metric with this key."""
+    return next((metric for metric in METRICS if metric.key == key), None)
 
 
 @dataclass(frozen=True)
