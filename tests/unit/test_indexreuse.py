@@ -32,6 +32,9 @@ def test_the_same_spec_names_the_same_snapshot_after_its_track():
 def test_what_drives_the_searches_only_names_the_same_snapshot():
     load = {"load": {"targetThroughput": 8, "clients": 4, "timePeriodSeconds": 60}}
     assert name(load) == name() == name({"contrasts": [{"name": "c", "baseline": "random-hits", "variants": ["x"]}]})
+    capacity = {"task": "random-hits", "objective": {"metric": "latency.p99", "maxMilliseconds": 100},
+                "minTargetThroughput": 5, "maxTargetThroughput": 50}
+    assert name({"capacity": capacity}) == name()
     searches = {"doc_count": 1000, "random_hits_size": 50, "search_iterations": 3, "search_clients": 2}
     assert name({"trackParams": searches}) == name()
 

@@ -56,14 +56,14 @@ def track_sha256(track: str, tracks_dir: Path) -> str:
 
 def snapshot_name(workload: models.Workload, params: dict[str, Any], version: str, track_sha256: str) -> str:
     """The same name for the same index: the version that writes it, the track's files, the
-    workload (test mode and the task filters too) and the track params, but workload.load's and
+    workload (test mode and the task filters too) and the track params, but workload.load's, workload.capacity's and
     the track's SEARCH_PARAMS (they only drive searches)."""
     searches = {*(workload.load.track_params() if workload.load else {}), *SEARCH_PARAMS.get(workload.track, ())}
     shaping = {
         "version": version,
         "track_sha256": track_sha256,
         # trackParams are in params, with spec.index's settings merged into them.
-        "workload": workload.model_dump(mode="json", exclude={"load", "contrasts", "track_params"}),
+        "workload": workload.model_dump(mode="json", exclude={"load", "capacity", "contrasts", "track_params"}),
         "params": {name: value for name, value in params.items() if name not in searches},
     }
     digest = hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()
