@@ -12,7 +12,7 @@ from esbench.runner import capacityprobes
 
 CAPACITY = models.Capacity(task="terms-1950s", objective=models.CapacityObjective(metric="latency.p99",
                                                                                  max_milliseconds=200),
-                           min_target_throughput=5, max_target_throughput=400, probe_seconds=20, warmup_seconds=5)
+                           min_target_throughput=10, max_target_throughput=400, probe_seconds=20, warmup_seconds=5)
 
 
 def task(service_p50: float = 10.0, achieved: float = 50.0, errors: float = 0.0) -> models.TaskResult:
@@ -72,16 +72,17 @@ def test_the_answer_says_what_held_what_failed_and_why_the_search_stopped():
 
 
 @pytest.mark.parametrize(("change", "refusal"), [
-    ({"maxTargetThroughput": 5}, "an empty range has no rate to search"),
+    ({"maxTargetThroughput": 10}, "an empty range has no rate to search"),
     ({"objective": {"metric": "latency.p95", "maxMilliseconds": 1}}, 'Unsupported value: "latency.p95"'),
     ({"maxProbes": 40, "probeSeconds": 300}, "more than lifecycle.raceTimeoutSeconds"),
-    ({"probeSeconds": 19}, "Rally reports p50 from 2, p90 from 10, p99 from 100 requests on"),  # 5 x 19 = 95
+    ({"probeSeconds": 19}, "Rally reports p50 from 2, p90 from 10, p99 from 100 requests on, and a probe needs 2 "
+                           "times that"),  # 10 x 19 = 190
     ({"track": "indexing"}, "workload.capacity drives a search task of the bundled tracks"),
     ({"includeTasks": ["index-append"]}, "must be a task the race runs"),
     ({"excludeTasks": ["terms-1950s"]}, "must be a task the race runs"),
 ])
 def test_admission_refuses_a_search_that_cannot_be_made(change, refusal):
-    capacity = {**CAPACITY.to_wire(), "minTargetThroughput": 5}
+    capacity = CAPACITY.to_wire()
     workload = {"track": "range-queries", "capacity": capacity}
     for field in ("track", "includeTasks", "excludeTasks"):
         if field in change:
@@ -93,5 +94,5 @@ def test_admission_refuses_a_search_that_cannot_be_made(change, refusal):
         validation.admit(experiment)
     assert any(refusal in error for error in rejected.value.errors), rejected.value.errors
     workload.pop("includeTasks", None), workload.pop("excludeTasks", None)
-    workload.update(track="range-queries", capacity={**CAPACITY.to_wire(), "minTargetThroughput": 5})
+    workload.update(track="range-queries", capacity=CAPACITY.to_wire())
     assert validation.admit(experiment)["spec"]["workload"]["capacity"]["maxProbes"] == 12

@@ -323,6 +323,9 @@ class Contrast(Model):
 CAPACITY_METRICS = tuple(f"{kind}.{p}" for kind in ("latency", "service_time") for p in ("p50", "p90", "p99", "p100"))
 # The fewest requests from which Rally reports a percentile (metrics.percentiles_for_sample_size).
 RALLY_PERCENTILE_REQUESTS = {"p50": 2, "p90": 10, "p99": 100}
+# A probe's measured requests fall short of rate x time by each client's last ones, and by the
+# rate the cluster did not keep: the first probe must offer this many times what Rally needs.
+PROBE_REQUESTS_MARGIN = 2
 # What a capacity probe costs beyond its warm-up and measured time: esrally's start and the track's
 # load (about 15 s on a 2-core host), with room; admission counts it against raceTimeoutSeconds.
 PROBE_OVERHEAD_SECONDS = 30
@@ -347,11 +350,11 @@ class Capacity(Model):
          "workload.capacity.minTargetThroughput must be below maxTargetThroughput: an empty range has no rate to "
          "search"),
         (" && ".join(f"(!self.objective.metric.endsWith('.{percentile}') || double(self.minTargetThroughput) * "
-                     f"double(self.probeSeconds) >= {requests}.0)"
+                     f"double(self.probeSeconds) >= {PROBE_REQUESTS_MARGIN * requests}.0)"
                      for percentile, requests in RALLY_PERCENTILE_REQUESTS.items()),
-         "workload.capacity: the first probe sends minTargetThroughput x probeSeconds requests, and Rally reports "
-         f"{', '.join(f'{p} from {n}' for p, n in RALLY_PERCENTILE_REQUESTS.items())} requests on: raise "
-         "minTargetThroughput or probeSeconds"),
+         "workload.capacity: the first probe sends minTargetThroughput x probeSeconds requests; Rally reports "
+         f"{', '.join(f'{p} from {n}' for p, n in RALLY_PERCENTILE_REQUESTS.items())} requests on, and a probe "
+         f"needs {PROBE_REQUESTS_MARGIN} times that: raise minTargetThroughput or probeSeconds"),
     ))
 
     task: TaskName = Field(description="The task searched: a search task of the track (workload.load applies to it).")
