@@ -94,8 +94,8 @@ def result(capacity: models.Capacity, found: capacitysearch.Capacity, records: l
 
 def message(found: capacitysearch.Capacity, problem: str | None) -> str:
     Stop = capacitysearch.Stop
-    held = f"{found.capacity:g} ops/s held" if found.capacity is not None else "no rate held"
-    bound = f", {found.upper:g} ops/s failed" if found.upper is not None else ""
+    held = f"{found.capacity:.4g} ops/s held" if found.capacity is not None else "no rate held"
+    bound = f", {found.upper:.4g} ops/s failed" if found.upper is not None else ""
     why = {
         Stop.CONVERGED: "the bracket is within the precision",
         Stop.BUDGET_SPENT: "maxProbes probes made before the bracket narrowed to the precision",
