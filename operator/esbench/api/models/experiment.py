@@ -327,7 +327,7 @@ RALLY_PERCENTILE_REQUESTS = {"p50": 2, "p90": 10, "p99": 100}
 # rate the cluster did not keep: the first probe must offer this many times what Rally needs.
 PROBE_REQUESTS_MARGIN = 2
 # What a capacity probe costs beyond its warm-up and measured time: esrally's start and the track's
-# load (about 15 s on a 2-core host), with room; admission counts it against raceTimeoutSeconds.
+# load, with room; admission counts it against raceTimeoutSeconds.
 PROBE_OVERHEAD_SECONDS = 30
 
 
