@@ -166,7 +166,7 @@ def test_a_capacity_search_probes_the_task_alone_on_the_races_index_and_ends_wit
     cluster = clusters.get(LATEST)
     capacity = {"task": "range-1950s", "objective": {"metric": "latency.p90", "maxMilliseconds": 250},
                 "minTargetThroughput": 32, "maxTargetThroughput": 1024, "precisionPercent": 50, "maxProbes": 5,
-                "confirmations": 0, "probeSeconds": 3, "warmupSeconds": 1}
+                "confirmations": 0, "probeSeconds": 3, "warmupSeconds": 1, "warmupProbes": 2}
     run = race(spec("range-queries", index={}, test_mode=False, trackParams={"doc_count": 5000},
                     load={"clients": 4, "timePeriodSeconds": 2, "warmupTimePeriodSeconds": 1},
                     capacity=capacity), cluster.url)
@@ -188,14 +188,16 @@ def test_a_capacity_search_probes_the_task_alone_on_the_races_index_and_ends_wit
         assert probe.node_cpu_percent is not None, probe
     documents = run.report.results.nodes[0].indexing_total
     assert count_documents(cluster, index_name("range-queries")) == 5000 and documents is not None
-    assert run.output.count("--include-tasks=range-1950s") == len(found.probes), "each probe the task alone"
+    # Two warm-up probes at the lowest rate first, not judged; each probe the task alone.
+    assert [(p.target_throughput, p.verdict) for p in found.warmup] == [(32, None), (32, None)], found.warmup
+    assert run.output.count("--include-tasks=range-1950s") == len(found.warmup) + len(found.probes)
 
 
 def test_an_objective_no_rate_holds_is_below_the_range_after_one_probe_and_its_confirmation(clusters, race):
     cluster = clusters.get(LATEST)
     capacity = {"task": "range-1950s", "objective": {"metric": "service_time.p50", "maxMilliseconds": 0.001},
                 "minTargetThroughput": 5, "maxTargetThroughput": 50, "maxProbes": 4, "probeSeconds": 2,
-                "warmupSeconds": 0}
+                "warmupSeconds": 0, "warmupProbes": 0}
     run = race(spec("range-queries", index={}, test_mode=False, trackParams={"doc_count": 1000},
                     includeTasks=["index-append", "range-1950s"],
                     load={"timePeriodSeconds": 1, "warmupTimePeriodSeconds": 0}, capacity=capacity), cluster.url)

@@ -88,8 +88,8 @@ MiB = 2**20
 
 @pytest.mark.measures
 def test_002_random_hits_read_the_disk_when_the_store_is_several_times_the_page_cache(clusters, race):
-    """Reduced: 170000 events of about 2.4 KB, 5 s at the study's 8 requests/s from 4 clients
-    (the study: 280000 events of about 11.8 KB under a 1000 MiB limit, 60 s; its store is over 1 GB,
+    """Reduced: 170000 events of about 2.4 KB, 10 s at 4 requests/s from 8 clients
+    (the study: 280000 events of about 11.8 KB under a 1000 MiB limit, 60 s at 8 from 4; its store is over 1 GB,
     so not compound, where this one's is: here stored fields are read through mmap, there with
     reads), best_compression on the study's version (9.2.4: zstd, as
     in the seed; its integ-test-zip lacks `GET /` and needs Java 21, so this also proves that
@@ -100,14 +100,16 @@ def test_002_random_hits_read_the_disk_when_the_store_is_several_times_the_page_
     under a tight limit could push the node's native memory over it. This node keeps the
     suite's mmap setting (off); the study turns it on.
 
-    A fixed rate is only measured if it is held: each client sends every 500 ms. On 2 cores the
-    hits' service time is p90 120-140 ms and at most 170 ms here (a store of 204 MiB); with 32 MiB
-    of cache over a store of 120 MiB, a similar ratio, p50 swung from 95 to 302 ms from run to
-    run, as more or less of the JVM's own mapped files stayed cached."""
-    rate, period, warmup = 8, 5, 2
+    A fixed rate is only measured if it is held, so this sends half the study's rate from twice its
+    clients: each client every 2 s, not every 500 ms. The hits' service time follows the host's disk
+    (its readahead most: each miss through mmap faults in a window of it) and what of the JVM's own
+    mapped files stays cached: at 8 requests/s, p50 from 95 to 730 ms and p90 up to 1.1 s from run to
+    run and host to host (on a disk with 8 MiB of readahead, 35 MiB read a request), which neither 4
+    nor 8 clients could hold."""
+    rate, clients, period, warmup = 4, 8, 10, 2
     spec = study_spec("002-best-compression-io/sweep.yaml",
                       trackParams={"doc_count": 170000, "seed": 7, "message_bytes": 2000},
-                      load={"targetThroughput": rate, "clients": 4, "timePeriodSeconds": period,
+                      load={"targetThroughput": rate, "clients": clients, "timePeriodSeconds": period,
                             "warmupTimePeriodSeconds": warmup})
     spec["index"]["codec"] = "best_compression"  # one of the sweep's cells
     cluster = clusters.get(spec["elasticsearch"]["version"])
@@ -129,10 +131,13 @@ def test_002_random_hits_read_the_disk_when_the_store_is_several_times_the_page_
     assert searched.exit_code == 0, searched.output
     tasks = {t.task: t for t in searched.report.results.tasks}
     hits, control = tasks["random-hits"], tasks["count-errors"]
-    print(f"store {store / MiB:.1f} MiB; random-hits {hits.throughput.median} ops/s, service p50 "
+    print(f"store {store / MiB:.1f} MiB; random-hits {hits.throughput.median} ops/s, latency p90 {hits.latency.p90} ms, service p50 "
           f"{hits.service_time.p50} ms, p90 {hits.service_time.p90} ms, reads {hits.resources.io_read_bytes / MiB:.1f} MiB in "
           f"{hits.resources.io_read_operations} operations; count-errors {control.resources.io_read_bytes / MiB:.1f} MiB")
-    assert hits.throughput.median == pytest.approx(rate, rel=0.1)
+    # Held: no request waited for its turn (latency counts from it, service time from the send), and
+    # Rally's median of per-second rates, a few requests each, near the rate.
+    assert hits.latency.p90 <= hits.service_time.p90 + 50, (hits.latency, hits.service_time)
+    assert hits.throughput.median == pytest.approx(rate, rel=0.15)
     # Hits scattered over a store that does not fit: most requests go to the disk.
     assert hits.resources.io_read_operations >= rate * (period + warmup) / 2, hits.resources
     assert control.resources.io_read_bytes < hits.resources.io_read_bytes / 5, (control.resources, hits.resources)

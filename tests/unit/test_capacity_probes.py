@@ -4,11 +4,14 @@ a search for real."""
 
 from __future__ import annotations
 
+import dataclasses
+import io
+
 import pytest
 
 from esbench.analysis import capacitysearch
 from esbench.api import models, validation
-from esbench.runner import capacityprobes
+from esbench.runner import capacityprobes, race
 
 CAPACITY = models.Capacity(task="terms-1950s", objective=models.CapacityObjective(metric="latency.p99",
                                                                                  max_milliseconds=200),
@@ -61,14 +64,19 @@ def test_the_answer_says_what_held_what_failed_and_why_the_search_stopped():
     probes = (capacitysearch.Probe(100, 100, {"latency.p99": 50}, 0, False),)
     found = capacitysearch.Capacity(capacity=100.0, upper=110.0, confirmations=1, stop=capacitysearch.Stop.CONVERGED,
                                     probes=probes)
-    answer = capacityprobes.result(CAPACITY, found, [], 300.0, None)
+    answer = capacityprobes.result(CAPACITY, found, [], [], 300.0, None)
     assert (answer.capacity, answer.upper, answer.stop, answer.objective) == (
         100.0, 110.0, "Converged", "latency.p99 <= 200 ms, errors <= 0.00%")
     assert answer.message == "100 ops/s held, 110 ops/s failed (1 probes): the bracket is within the precision"
     failed = capacitysearch.Capacity(capacity=None, upper=None, confirmations=0,
                                      stop=capacitysearch.Stop.PROBE_FAILED, probes=())
-    assert capacityprobes.result(CAPACITY, failed, [], 1.0, "esrally exited with 64").message == (
+    assert capacityprobes.result(CAPACITY, failed, [], [], 1.0, "esrally exited with 64").message == (
         "no rate held (0 probes): a probe failed: esrally exited with 64")
+    cold = dataclasses.replace(found, warmup=probes * 6, steady=False)
+    record = models.CapacityProbe(target_throughput=10, verdict=None, seconds=30.0)
+    answer = capacityprobes.result(CAPACITY, cold, [], [record] * 6, 300.0, None)
+    assert (answer.steady, len(answer.warmup)) == (False, 6)
+    assert answer.message.endswith("; the node was still getting faster after 6 warm-up probes: raise warmupProbes")
 
 
 @pytest.mark.parametrize(("change", "refusal"), [
@@ -96,3 +104,19 @@ def test_admission_refuses_a_search_that_cannot_be_made(change, refusal):
     workload.pop("includeTasks", None), workload.pop("excludeTasks", None)
     workload.update(track="range-queries", capacity=CAPACITY.to_wire())
     assert validation.admit(experiment)["spec"]["workload"]["capacity"]["maxProbes"] == 12
+
+
+def test_a_probe_is_another_race_on_the_same_target_and_budget_without_the_idle_lead_or_a_profiler(tmp_path):
+    """A probe's figures are not net of the idle rate: the 5 s the race waits before esrally, to
+    measure it, would only lengthen each probe."""
+    spec = models.ExperimentSpec.model_validate(
+        {"elasticsearch": {"version": "8.19.21"},
+         "workload": {"track": "range-queries", "capacity": CAPACITY.to_wire()}})
+    settings = race.RaceSettings(spec=spec, target_url="http://127.0.0.1:9200", race_id="the-race",
+                                 work_dir=tmp_path, password="secret", profiler=object())
+    main = race.Race(settings, io.StringIO())
+    probe = main.probe(capacityprobes.probe_spec(spec))
+    assert main.settings.idle_lead == race.IDLE_LEAD_SECONDS > 0
+    assert (probe.settings.idle_lead, probe.settings.profiler, probe.deadline) == (0, None, main.deadline)
+    assert probe.settings.race_id != "the-race" and probe.work_dir == main.work_dir
+    assert probe.settings.password == "secret" and probe.spec.workload.include_tasks == ["terms-1950s"]

@@ -12,7 +12,7 @@ from esbench.cli import rendering
 DRIVER = "4 client(s) at a median service time of 3.4 ms send at most 1,176.5 ops/s: raise workload.load.clients"
 
 
-def probe(rate: float, p99: float, verdict: str, achieved: float | None = None, driver: str | None = None,
+def probe(rate: float, p99: float, verdict: str | None, achieved: float | None = None, driver: str | None = None,
           ) -> models.CapacityProbe:
     """A probe whose percentiles are fractions of its latency p99, each told apart by its digits."""
     latency = models.Percentiles(p50=p99 / 4, p90=p99 / 2, p99=p99, p100=p99 * 3, unit="ms")
@@ -61,6 +61,17 @@ def test_show_prints_each_probe_in_the_order_made_then_the_answer_within_100_col
     assert "search 7m50s (40s a probe): 616.8 ops/s held, 644.1 ops/s failed (11 probes)" in caption
     assert f"driver-limited at 1,280 ops/s: {DRIVER}" in caption
     assert max(len(line.rstrip()) for line in text.splitlines()) <= 100
+
+
+def test_show_prints_the_warm_up_first_unjudged_and_says_whether_the_node_became_steady():
+    text = shown(result(warmup=[probe(100, 40.0, None), probe(100, 14.0, None)], steady=False))
+    lines = text[text.index("Capacity of range-1950s"):].splitlines()
+    rows = [line.split() for line in lines[4:17]]
+    assert [(row[0], row[2], row[-1]) for row in rows[:3]] == [("100", "40.0", "warm-up"), ("100", "14.0", "warm-up"),
+                                                               ("100", "12.0", "Passed")]
+    caption = " ".join(" ".join(line.split()) for line in lines[17:])
+    assert "confirmations 1; warm-up 2 probes, still getting faster" in caption
+    assert "warm-up none" in " ".join(shown(result()).split())
 
 
 def test_show_fits_100_columns_with_a_p100_objective_and_says_when_no_rate_held():

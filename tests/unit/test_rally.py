@@ -235,5 +235,7 @@ def test_failure_kinds_from_rally_messages(output, kind):
     assert rally.failure_kind(output) == kind
 
 
-def test_no_error_block_gives_no_message():
+def test_no_error_block_gives_no_message_but_the_exit_status():
     assert rally.rally_error("[INFO] SUCCESS (took 12 seconds)") is None
+    assert rally.why_failed("[INFO] SUCCESS (took 12 seconds)", 64) == "esrally exited with status 64"
+    assert rally.why_failed(BAD_QUERY, 64) == rally.rally_error(BAD_QUERY)

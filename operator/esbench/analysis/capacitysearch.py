@@ -15,6 +15,11 @@ goes on.
 
 A probe whose load driver could not send at the target rate measures the driver, not the cluster:
 the search stops there and reports the highest confirmed rate below it, saying the driver limited.
+
+A node keeps getting faster for minutes after its start (the JIT, the caches): judged cold, the low
+rates probed first fail and the search spends its probes on a node that is not the one it reports
+on. So the search begins with warm-up probes at its lowest rate, not judged, until the task's median
+service time stops falling (or `warmup_probes` are spent, which the answer says).
 """
 
 from __future__ import annotations
@@ -28,6 +33,10 @@ from enum import StrEnum
 # The share of the offered rate a probe may fall short of and still count as held: esrally's
 # measured throughput wavers by a few percent around a rate the cluster does keep up with.
 SHORTFALL = 0.05
+# The node is warm once a warm-up probe's median service time is no more than this share below the
+# one before it: at a low rate the median wavers by less from probe to probe, a warming node by more.
+WARMUP_METRIC = "service_time.p50"
+STEADY = 0.2
 
 
 @dataclass(frozen=True)
@@ -48,12 +57,15 @@ class SearchSettings:
     max_probes: int
     confirmations: int = 1  # extra probes at each end of the final bracket
     growth: float = 2.0  # the factor by which the rate grows until the objective breaks
+    warmup_probes: int = 0  # probes at `low` at most before the search, not judged, until the node is steady
 
     def __post_init__(self) -> None:
         if not 0 < self.low <= self.high:
             raise ValueError(f"the range of rates must be 0 < low <= high, not {self.low}..{self.high}")
-        if self.precision <= 0 or self.growth <= 1 or self.max_probes < 1 or self.confirmations < 0:
-            raise ValueError("precision must be > 0, growth > 1, max_probes >= 1 and confirmations >= 0")
+        if (self.precision <= 0 or self.growth <= 1 or self.max_probes < 1 or self.confirmations < 0
+                or self.warmup_probes < 0):
+            raise ValueError("precision must be > 0, growth > 1, max_probes >= 1, confirmations >= 0 and "
+                             "warmup_probes >= 0")
 
 
 @dataclass(frozen=True)
@@ -97,6 +109,8 @@ class Capacity:
     confirmations: int  # passed at the capacity, beyond the probe that found it
     stop: Stop | None  # None while the search goes on
     probes: tuple[Probe, ...]
+    warmup: tuple[Probe, ...] = ()
+    steady: bool = True  # False when the warm-up probes were spent with the node still getting faster
 
 
 def judge(objective: Objective, probe: Probe) -> Verdict:
@@ -193,16 +207,36 @@ def outcome(settings: SearchSettings, objective: Objective, probes: Sequence[Pro
     return _decide(settings, objective, probes)[1]
 
 
-def search(settings: SearchSettings, objective: Objective, measure: Callable[[float], Probe],
+def steady(warmup: Sequence[Probe]) -> bool:
+    """The node stopped getting faster: the last warm-up probe's median service time is at most
+    STEADY below the one before it."""
+    if len(warmup) < 2:
+        return False
+    before, last = (probe.percentiles.get(WARMUP_METRIC) for probe in warmup[-2:])
+    return before is not None and last is not None and last >= before * (1 - STEADY)
+
+
+def search(settings: SearchSettings, objective: Objective, measure: Callable[[float, bool], Probe],
            affordable: Callable[[], bool] = lambda: True) -> Capacity:
-    """Probes, each measured by `measure` at the rate asked, until the search is over, the next
-    probe is not `affordable` (the time left), or one fails (ProbeFailed)."""
+    """Warm-up probes, then probes, each measured by `measure` at the rate asked (and whether it
+    only warms up), until the search is over, the next probe is not `affordable` (the time left),
+    or one fails (ProbeFailed)."""
+    warmup: list[Probe] = []
     probes: list[Probe] = []
-    while (rate := next_rate(settings, objective, probes)) is not None:
+
+    def ended(stop: Stop | None = None) -> Capacity:
+        found = outcome(settings, objective, probes)
+        return dataclasses.replace(found, stop=stop or found.stop, warmup=tuple(warmup),
+                                   steady=settings.warmup_probes == 0 or steady(warmup))
+
+    while True:
+        warming = len(warmup) < settings.warmup_probes and not steady(warmup)
+        rate = settings.low if warming else next_rate(settings, objective, probes)
+        if rate is None:
+            return ended()
         if not affordable():
-            return dataclasses.replace(outcome(settings, objective, probes), stop=Stop.OUT_OF_TIME)
+            return ended(Stop.OUT_OF_TIME)
         try:
-            probes.append(measure(rate))
+            (warmup if warming else probes).append(measure(rate, warming))
         except ProbeFailed:
-            return dataclasses.replace(outcome(settings, objective, probes), stop=Stop.PROBE_FAILED)
-    return outcome(settings, objective, probes)
+            return ended(Stop.PROBE_FAILED)

@@ -225,18 +225,19 @@ def steady_state_table(tasks: list[models.TaskResult]) -> Table:
 
 # The percentiles of each probe `esbench show` prints beside the objective's, which comes first.
 CAPACITY_COLUMNS = tuple(f"{kind}.{p}" for kind in ("latency", "service_time") for p in ("p50", "p90", "p99"))
-PROBE_VERDICT_COLOURS = {"Passed": "green", "Failed": "red", "DriverLimited": "yellow"}
+WARMUP_VERDICT = "warm-up"  # a warm-up probe is not judged
+PROBE_VERDICT_COLOURS = {"Passed": "green", "Failed": "red", "DriverLimited": "yellow", WARMUP_VERDICT: "dim"}
 
 
 def capacity_table(capacity: models.CapacityResult) -> Table:
-    """workload.capacity's probes in the order made, then the answer: the bracket the capacity lies
-    in, why the search stopped and what it took. Why the driver limited a probe goes below the
-    table, so that its lines keep to 100 columns."""
+    """workload.capacity's probes in the order made (the warm-up's first), then the answer: the
+    bracket the capacity lies in, why the search stopped and what it took. Why the driver limited a
+    probe goes below the table, so that its lines keep to 100 columns."""
     metrics = [capacity.metric, *(m for m in CAPACITY_COLUMNS if m != capacity.metric)]
     probes = capacity.probes
     per_probe = f" ({elapsed(sum(p.seconds for p in probes) / len(probes))} a probe)" if probes else ""
     notes = [f"capacity {_rate(capacity.capacity)} ops/s, bracket [{_rate(capacity.capacity)}, {_rate(capacity.upper)}]; "
-             f"stop {capacity.stop}; confirmations {capacity.confirmations}",
+             f"stop {capacity.stop}; confirmations {capacity.confirmations}; warm-up {_warmup(capacity)}",
              f"search {elapsed(capacity.seconds)}{per_probe}: {capacity.message}",
              "ops/s: offered, achieved (Rally's median); ms (k: thousands): latency, service time (* the objective); "
              "CPU: the nodes' mean",
@@ -248,14 +249,21 @@ def capacity_table(capacity: models.CapacityResult) -> Table:
                "\nerrors", "\nCPU", "\nverdict"]  # two lines: lat over p99 is narrower than "lat p99"
     for header in headers:
         table.add_column(header, justify="left" if header.endswith("verdict") else "right", no_wrap=True)
-    for p in probes:
+    for p in [*capacity.warmup, *probes]:
         figures = {f"{kind}.{name}": getattr(timing, name) for kind, timing in (("latency", p.latency),
                                                                                 ("service_time", p.service_time))
                    if timing for name in ("p50", "p90", "p99", "p100")}
+        verdict = p.verdict or WARMUP_VERDICT
         table.add_row(_rate(p.target_throughput), _rate(p.throughput), *(_ms(figures.get(m)) for m in metrics),
                       format_value(p.error_rate, "fraction"), format_value(p.node_cpu_percent, "%"),
-                      f"[{PROBE_VERDICT_COLOURS.get(p.verdict, 'default')}]{p.verdict}[/]")
+                      f"[{PROBE_VERDICT_COLOURS.get(verdict, 'default')}]{verdict}[/]")
     return table
+
+
+def _warmup(capacity: models.CapacityResult) -> str:
+    if not capacity.warmup:
+        return "none"
+    return f"{len(capacity.warmup)} probes, " + ("steady" if capacity.steady else "still getting faster")
 
 
 def _rate(value: float | None) -> str:

@@ -21,7 +21,7 @@ def settings(capacity: models.Capacity) -> capacitysearch.SearchSettings:
     return capacitysearch.SearchSettings(
         low=capacity.min_target_throughput, high=capacity.max_target_throughput,
         precision=capacity.precision_percent / 100, max_probes=capacity.max_probes,
-        confirmations=capacity.confirmations)
+        confirmations=capacity.confirmations, warmup_probes=capacity.warmup_probes)
 
 
 def objective(capacity: models.Capacity) -> capacitysearch.Objective:
@@ -73,23 +73,26 @@ def measured(rate: float, task: models.TaskResult, driver: str | None) -> capaci
                                 error_rate=task.error_rate or 0.0, driver_limited=driver is not None)
 
 
-def probe_record(probe: capacitysearch.Probe, task: models.TaskResult, verdict: capacitysearch.Verdict,
+def probe_record(probe: capacitysearch.Probe, task: models.TaskResult, verdict: capacitysearch.Verdict | None,
                  driver: str | None, seconds: float) -> models.CapacityProbe:
+    """A probe's figures, with its verdict; a warm-up probe has none."""
     resources = task.resources
     return models.CapacityProbe(
         target_throughput=probe.offered, throughput=probe.achieved, latency=task.latency,
         service_time=task.service_time, error_rate=task.error_rate,
-        node_cpu_percent=resources.process_cpu_percent if resources else None, verdict=verdict.value,
+        node_cpu_percent=resources.process_cpu_percent if resources else None,
+        verdict=verdict.value if verdict else None,
         driver=driver, seconds=round(seconds, 1))
 
 
 def result(capacity: models.Capacity, found: capacitysearch.Capacity, records: list[models.CapacityProbe],
-           seconds: float, problem: str | None) -> models.CapacityResult:
+           warmup: list[models.CapacityProbe], seconds: float, problem: str | None) -> models.CapacityResult:
     return models.CapacityResult(
         task=capacity.task, objective=describe(capacity), metric=capacity.objective.metric,
         max_milliseconds=capacity.objective.max_milliseconds, capacity=found.capacity, upper=found.upper,
         confirmations=found.confirmations, stop=found.stop.value if found.stop else "",
-        message=message(found, problem), seconds=round(seconds, 1), probes=records)
+        message=message(found, problem), seconds=round(seconds, 1), probes=records, warmup=warmup,
+        steady=found.steady)
 
 
 def message(found: capacitysearch.Capacity, problem: str | None) -> str:
@@ -105,4 +108,6 @@ def message(found: capacitysearch.Capacity, problem: str | None) -> str:
         Stop.OUT_OF_TIME: "the next probe would not end within lifecycle.raceTimeoutSeconds",
         Stop.PROBE_FAILED: "a probe failed",
     }[found.stop] if found.stop else "the search did not end"
-    return f"{held}{bound} ({len(found.probes)} probes): {why}" + (f": {problem}" if problem else "")
+    cold = ("" if found.steady else
+            f"; the node was still getting faster after {len(found.warmup)} warm-up probes: raise warmupProbes")
+    return f"{held}{bound} ({len(found.probes)} probes): {why}" + (f": {problem}" if problem else "") + cold

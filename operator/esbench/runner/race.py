@@ -125,6 +125,7 @@ class RaceSettings:
     snapshot_repository: str | None = None
     # Seconds a shard that Elasticsearch refuses to allocate may stay unassigned before the race is stopped.
     unassigned_timeout: float = allocation.STUCK_SECONDS
+    idle_lead: float = IDLE_LEAD_SECONDS  # none for a capacity probe: its figures are not net of the idle rate
 
 
 def exit_code(report: RaceReport) -> int:
@@ -289,7 +290,8 @@ class Race:
 
     def probe(self, spec: models.ExperimentSpec) -> Race:
         """Another race on the same target, work dir and time budget: a capacity probe, unprofiled."""
-        probe = Race(dataclasses.replace(self.settings, spec=spec, race_id=str(uuid.uuid4()), profiler=None), self.out)
+        probe = Race(dataclasses.replace(self.settings, spec=spec, race_id=str(uuid.uuid4()), profiler=None,
+                                         idle_lead=0.0), self.out)
         probe.deadline = self.deadline
         return probe
 
@@ -484,7 +486,7 @@ def run_esrally_watched(race: Race, esrally: EsrallyInputs, params: dict[str, An
     profile_problem = None
     try:
         if not race.spec.workload.test_mode:
-            time.sleep(IDLE_LEAD_SECONDS)
+            time.sleep(settings.idle_lead)
         status, output = esrallyprocess.run_esrally(esrally.command, esrally.env, race.remaining(), race.out, race.redact,
                                      race.rally_home, stop=watch.stop)
     finally:
@@ -586,8 +588,8 @@ def classify_outcome(race: Race, run: EsrallyRun, summary: models.Results,
                    f"after {rally_budget(timeout):.0f}s, to leave time for the report")
         return failed(Reason.RACE_TIMEOUT, redact(message + refused), **common)
     if run.status != 0:
-        message = rally.rally_error(run.output) or f"esrally exited with status {run.status}"
-        return failed(rally.failure_kind(run.output), redact(message + refused), **common)
+        return failed(rally.failure_kind(run.output), redact(rally.why_failed(run.output, run.status) + refused),
+                      **common)
     if race_json is None or "results" not in race_json:
         return failed(Reason.RACE_FAILED, f"esrally succeeded but left no results in {race.race_file}", **common)
     failing = [f"{t.task} ({t.error_rate:.2%})" for t in summary.tasks if t.error_rate]
@@ -611,15 +613,17 @@ def search_capacity(race: Race, params: dict[str, Any], track_path: Path | None,
     clients = int(params.get("search_clients", 1))
     per_probe = capacity.probe_seconds + capacity.warmup_seconds + models.PROBE_OVERHEAD_SECONDS
     records: list[models.CapacityProbe] = []
+    warmup: list[models.CapacityProbe] = []
     problem = None
     started = time.monotonic()
 
-    def measure(rate: float) -> capacitysearch.Probe:
+    def measure(rate: float, warming: bool) -> capacitysearch.Probe:
         nonlocal problem
         began = time.monotonic()
         probe_race = race.probe(spec)
-        print(f"esbench: capacity probe {len(records) + 1}: {capacity.task} at {rate:.4g} ops/s", file=race.out,
-              flush=True)
+        kind = "warm-up probe" if warming else "probe"
+        print(f"esbench: capacity {kind} {len(warmup if warming else records) + 1}: {capacity.task} at {rate:.4g} "
+              "ops/s", file=race.out, flush=True)
         inputs = write_esrally_inputs(probe_race, capacityprobes.probe_params(params, capacity, rate), track_path)
         cgroup_before = environment.read_cpu_cgroup()
         log_start = race.rally_log.stat().st_size if race.rally_log.exists() else 0
@@ -631,13 +635,21 @@ def search_capacity(race: Race, params: dict[str, Any], track_path: Path | None,
         driver = measure_load_driver(probe_race, cgroup_before)
         summary, _ = summarize_race(probe_race, run)
         task = next((t for t in summary.tasks if t.task == capacity.task), None)
-        if run.status != 0 or task is None:
-            problem = race.redact(rally.rally_error(run.output) or f"esrally exited with status {run.status}"
-                                  if run.status != 0 else f"the probe's race has no task {capacity.task}")
+        if run.status != 0:
+            problem = race.redact(rally.why_failed(run.output, run.status))
+            raise capacitysearch.ProbeFailed
+        if task is None:
+            problem = f"the probe's race has no task {capacity.task}"
             raise capacitysearch.ProbeFailed
         attribute_to_tasks(summary, read_task_windows(probe_race, since=log_start), run.samples, processors)
         why = capacityprobes.driver_limit(rate, task, driver, clients)
         probe = capacityprobes.measured(rate, task, why)
+        if warming:
+            warmup.append(capacityprobes.probe_record(probe, task, None, why, time.monotonic() - began))
+            print(f"esbench: capacity warm-up at {rate:.4g} ops/s: service_time.p50 "
+                  f"{probe.percentiles.get(capacitysearch.WARMUP_METRIC, float('nan')):.1f} ms", file=race.out,
+                  flush=True)
+            return probe
         if objective.metric not in probe.percentiles:  # too few requests (admission bounds the first probe's)
             problem = f"Rally reported no {objective.metric} for the probe at {rate:.4g} ops/s"
             raise capacitysearch.ProbeFailed
@@ -650,7 +662,7 @@ def search_capacity(race: Race, params: dict[str, Any], track_path: Path | None,
 
     found = capacitysearch.search(capacityprobes.settings(capacity), objective, measure,
                                   lambda: race.remaining() > per_probe)
-    answer = capacityprobes.result(capacity, found, records, time.monotonic() - started, problem)
+    answer = capacityprobes.result(capacity, found, records, warmup, time.monotonic() - started, problem)
     print(f"esbench: capacity of {capacity.task} under {answer.objective}: {answer.message}", file=race.out, flush=True)
     return answer
 

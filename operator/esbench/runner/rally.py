@@ -179,6 +179,11 @@ _TRACK_ERRORS = re.compile(
 _UNREACHABLE = re.compile(r"REST API layer is not available|Could not connect to|Connection refused")
 
 
+def why_failed(output: str, status: int | None) -> str:
+    """Why esrally failed: its own error, else its exit status."""
+    return rally_error(output) or f"esrally exited with status {status}"
+
+
 def rally_error(output: str) -> str | None:
     """Rally's own error message from its console output: the `[ERROR] Cannot race.` block, or
     the last line of the traceback inside it (the exception and its message)."""

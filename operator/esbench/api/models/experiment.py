@@ -370,10 +370,16 @@ class Capacity(Model):
                                    "majority of its probes.")
     probe_seconds: int = Field(30, ge=1, le=3600, description="Measured time per probe (Rally's time-period).")
     warmup_seconds: int = Field(10, ge=0, le=3600, description="Warm-up per probe, left out of its figures.")
+    warmup_probes: int = Field(
+        6, ge=0, le=20, description="Probes at minTargetThroughput before the search, not judged, until the task's "
+                                    "median service time stops falling (by 20 % or less from one to the next): a "
+                                    "node gets faster for minutes after its start. 0 searches the node as the race "
+                                    "left it.")
 
     def search_seconds(self) -> int:
         """The most the probes may take."""
-        return self.max_probes * (self.probe_seconds + self.warmup_seconds + PROBE_OVERHEAD_SECONDS)
+        return (self.max_probes + self.warmup_probes) * (self.probe_seconds + self.warmup_seconds
+                                                         + PROBE_OVERHEAD_SECONDS)
 
 
 class Workload(Model):
@@ -558,11 +564,13 @@ class ExperimentSpec(Model):
          "(has(self.elasticsearch.config) && 'node.store.allow_mmap' in self.elasticsearch.config && "
          "string(self.elasticsearch.config['node.store.allow_mmap']) == 'true')",
          f"index.settings sets index.store.type to mmapfs or hybridfs, {MMAP_REFUSED}"),
-        ("!has(self.workload.capacity) || self.workload.capacity.maxProbes * (self.workload.capacity.probeSeconds + "
+        ("!has(self.workload.capacity) || (self.workload.capacity.maxProbes + self.workload.capacity.warmupProbes) * "
+         "(self.workload.capacity.probeSeconds + "
          f"self.workload.capacity.warmupSeconds + {PROBE_OVERHEAD_SECONDS}) <= (has(self.lifecycle) && "
          "has(self.lifecycle.raceTimeoutSeconds) ? self.lifecycle.raceTimeoutSeconds : "
          f"{Lifecycle.model_fields['race_timeout_seconds'].default})",
-         f"workload.capacity's probes may take maxProbes x (probeSeconds + warmupSeconds + {PROBE_OVERHEAD_SECONDS} s) "
+         f"workload.capacity's probes may take (maxProbes + warmupProbes) x (probeSeconds + warmupSeconds + "
+         f"{PROBE_OVERHEAD_SECONDS} s) "
          "beyond the race, more than lifecycle.raceTimeoutSeconds: raise it, or probe less or shorter"),
     ))
 

@@ -315,7 +315,7 @@ class CapacityProbe(Model):
     service_time: Percentiles | None = None
     error_rate: float | None = None
     node_cpu_percent: float | None = None  # the nodes' process CPU over the probe, mean over nodes
-    verdict: str  # analysis.capacitysearch.Verdict: Passed, Failed or DriverLimited
+    verdict: str | None = None  # analysis.capacitysearch.Verdict: Passed, Failed or DriverLimited; None in warm-up
     driver: str | None = None  # why the load driver, not the cluster, set the rate
     seconds: float  # the probe's time, esrally's start included
 
@@ -335,6 +335,8 @@ class CapacityResult(Model):
     message: str
     seconds: float  # the search's time
     probes: list[CapacityProbe] = []
+    warmup: list[CapacityProbe] = []  # at minTargetThroughput before the probes, not judged
+    steady: bool = True  # False when the warm-up probes were spent with the node still getting faster
 
 
 class Results(Model):
