@@ -35,6 +35,9 @@ def test_a_probe_races_the_task_alone_at_its_rate_for_its_time():
     params = capacityprobes.probe_params({"doc_count": 1000, "target_throughput": 3}, CAPACITY, 42.5)
     assert params == {"doc_count": 1000, "target_throughput": 3, "target_throughputs": {"terms-1950s": 42.5},
                       "search_time_period": 20, "search_warmup_time_period": 5}
+    # A warm-up: no rate for the task, not even workload.load's (search-load.j2 reads None as none).
+    assert capacityprobes.probe_params({"target_throughput": 3}, CAPACITY, None)["target_throughputs"] == {
+        "terms-1950s": None}
 
 
 def test_the_driver_limits_when_its_cpu_limit_throttled_it_or_its_clients_cannot_send_faster():

@@ -9,9 +9,9 @@ neighbour on the host), and the server slows by 0.3 % a probe, so its capacity d
 over a search; its true capacity is then a band, from the last probe's to the first's. Above the
 driver's ceiling the driver sends what it can and says it was limited.
 
-A fresh server may also start `cold` times slower and warm by a factor e every `warming` probes
-(what a node just started does for minutes: the JIT, its caches, background work after indexing).
-Its capacity is the warm one: the one a search must report.
+A fresh server may also start `cold` times slower and warm by a factor e every `warming` requests
+it serves (what a node just started does: the JIT compiles what runs often). Its capacity is the
+warm one: the one a search must report. Each probe lasts PROBE_SECONDS.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ OBJECTIVE = Objective(metric="latency.p99", bound_ms=100.0)  # the simulated ser
 SETTINGS = SearchSettings(low=10.0, high=10_000.0, precision=0.05, max_probes=24)
 MODERATE, HIGH = 0.15, 0.5  # log-normal sigma of a probe's p99: CV 15 % and 53 %
 SLOWING = 0.003  # per probe
+PROBE_SECONDS = 20
 OUTLIERS = 1 / 20
 
 
@@ -43,8 +44,9 @@ class Server:
     noise: float
     driver_ceiling: float = math.inf
     cold: float = 1.0  # how many times slower the server is at its first probe
-    warming: float = 1.0  # probes
+    warming: float = 1.0  # requests
     probed: int = field(default=0)
+    served: float = field(default=0.0)
 
     def warm_rate(self, probe: int) -> float:
         return self.mu * (1 - SLOWING) ** probe
@@ -52,20 +54,25 @@ class Server:
     def capacity(self, probe: int) -> float:
         return self.warm_rate(probe) - LN100 / (OBJECTIVE.bound_ms / 1000)
 
-    def measure(self, rate: float, warming_up: bool = False) -> Probe:
-        mu = self.warm_rate(self.probed) / (1 + (self.cold - 1) * math.exp(-self.probed / self.warming))
+    def measure(self, rate: float | None) -> Probe:
+        """A probe at `rate`; None: as fast as the driver can, the server's rate at most."""
+        mu = self.warm_rate(self.probed) / (1 + (self.cold - 1) * math.exp(-self.served / self.warming))
         self.probed += 1
+        if rate is None:
+            achieved = min(mu, self.driver_ceiling) * (1 + self.rng.normal(0, 0.01))
+            self.served += achieved * PROBE_SECONDS
+            return Probe(offered=None, achieved=achieved, percentiles={}, error_rate=0.0, driver_limited=False)
         load = min(rate, self.driver_ceiling)
-        if load < mu:  # the M/M/1 time in the system: its p50 is ln(2) / (mu - load), its p99 ln(100) / (mu - load)
+        self.served += min(load, mu) * PROBE_SECONDS
+        if load < mu:
             p99 = 1000 * LN100 / (mu - load) * self.rng.lognormal(0.0, self.noise)
-            p50 = 1000 * math.log(2) / (mu - load) * self.rng.lognormal(0.0, self.noise / 2)
             if self.rng.random() < OUTLIERS:
                 p99 *= self.rng.uniform(3, 5)
         else:  # the queue grows for the whole probe
-            p99 = p50 = 60_000.0
+            p99 = 60_000.0
         achieved = min(load, mu) * (1 + self.rng.normal(0, 0.01))
-        return Probe(offered=rate, achieved=achieved, percentiles={"latency.p99": p99, "service_time.p50": p50},
-                     error_rate=0.0, driver_limited=rate > self.driver_ceiling)
+        return Probe(offered=rate, achieved=achieved, percentiles={"latency.p99": p99}, error_rate=0.0,
+                     driver_limited=rate > self.driver_ceiling)
 
 
 def server(seed: int, noise: float, **kwargs) -> Server:
@@ -150,32 +157,39 @@ def test_the_search_stops_within_its_budget_and_its_range_with_a_bracket_that_ri
 
 
 def cold_server(seed: int, cold: tuple[float, float], warming: tuple[float, float]) -> Server:
+    """Slower `cold` times at first; warm by a factor e every `warming` flat-out probes of the cold
+    server's (requests)."""
     rng = np.random.default_rng(seed + 7 * SEARCHES)
-    return dataclasses.replace(server(seed, MODERATE), cold=rng.uniform(*cold), warming=rng.uniform(*warming))
+    simulated = server(seed, MODERATE)
+    slower = rng.uniform(*cold)
+    return dataclasses.replace(simulated, cold=slower,
+                               warming=rng.uniform(*warming) * simulated.mu / slower * PROBE_SECONDS)
 
 
-@pytest.mark.parametrize(("warmup_probes", "least", "most"), [(6, 0.95, 1.0), (0, 0.0, 0.6)])
-def test_a_cold_server_is_warmed_before_it_is_judged(warmup_probes, least, most):
-    """A server that starts 2 to 30 times slower and warms by e every 0.5 to 1.5 probes (a node just
-    started on one CPU: its p99 at the lowest rate fell by half a probe, 552, 317, 147 ms). Warmed
-    until its median service time stops falling, the search finds the warm capacity within the
-    precision in 95 % of searches; judged cold (no warm-up), in about 44 %: the low rates fail."""
+@pytest.mark.parametrize(("warmup_probes", "least", "most"), [(6, 0.95, 1.0), (0, 0.0, 0.3)])
+def test_a_cold_server_is_warmed_flat_out_before_it_is_judged(warmup_probes, least, most):
+    """A server that starts 2 to 20 times slower and warms by e every half to two flat-out probes of
+    its cold self (a local 8.19 node: flat out at 81 ops/s in the race just before the search; its
+    median service time at a fixed rate fell from 53 to 3 ms by 14,000 requests later, about 1,500 to
+    3,000 requests per e). Warmed flat out until its throughput stops rising, the search finds the
+    warm capacity within the precision in 95 % of searches (97 % here, after 4.9 warm-up probes on
+    average); judged cold, in 24 %: the low rates fail, or pass and the bracket forms too low."""
     settings = dataclasses.replace(SETTINGS, warmup_probes=warmup_probes)
     within = 0
     for seed in range(SEARCHES):
-        simulated = cold_server(seed, cold=(2, 30), warming=(0.5, 1.5))
+        simulated = cold_server(seed, cold=(2, 20), warming=(0.5, 2))
         found = capacitysearch.search(settings, OBJECTIVE, simulated.measure)
-        assert 2 <= len(found.warmup) <= warmup_probes or warmup_probes == 0
-        assert all(p.offered == settings.low for p in found.warmup)
+        assert len(found.warmup) == warmup_probes or 2 <= len(found.warmup) < warmup_probes and found.steady
+        assert all(p.offered is None for p in found.warmup)
         within += within_precision(simulated, found, settings.precision)
     assert least <= within / SEARCHES <= most, within
 
 
 def test_a_warm_up_that_ends_with_the_server_still_warming_says_so():
-    """Still warming: faster by more than a fifth from each probe to the next. (A server warming by
-    less, say by e every 6 probes, passes for steady: the limit of a step-to-step rule.)"""
+    """Still warming: over a fifth more throughput from each probe to the next. (A server warming by
+    less a probe passes for steady: the limit of a step-to-step rule.)"""
     settings = dataclasses.replace(SETTINGS, warmup_probes=6)
-    slow = capacitysearch.search(settings, OBJECTIVE, cold_server(1, cold=(30, 30), warming=(2, 2)).measure)
+    slow = capacitysearch.search(settings, OBJECTIVE, cold_server(1, cold=(30, 30), warming=(3, 3)).measure)
     assert (len(slow.warmup), slow.steady) == (6, False)
     warm = capacitysearch.search(settings, OBJECTIVE, cold_server(1, cold=(1, 1), warming=(1, 1)).measure)
     assert (len(warm.warmup), warm.steady) == (2, True)
@@ -249,10 +263,10 @@ def test_a_search_out_of_time_or_with_a_failed_probe_stops_with_the_probes_so_fa
     settings = SearchSettings(low=100.0, high=1000.0, precision=0.05, max_probes=20)
     answers = iter([probe(100, 10), probe(200, 20)])
     left = iter([True, True, False])
-    found = capacitysearch.search(settings, OBJECTIVE, lambda rate, _: next(answers), lambda: next(left))
+    found = capacitysearch.search(settings, OBJECTIVE, lambda rate: next(answers), lambda: next(left))
     assert (found.capacity, found.stop, len(found.probes)) == (200, Stop.OUT_OF_TIME, 2)
 
-    def fails_at_400(rate: float, warming_up: bool) -> Probe:
+    def fails_at_400(rate: float) -> Probe:
         if rate == 400:
             raise capacitysearch.ProbeFailed()
         return probe(rate, 10)

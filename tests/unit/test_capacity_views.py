@@ -64,11 +64,12 @@ def test_show_prints_each_probe_in_the_order_made_then_the_answer_within_100_col
 
 
 def test_show_prints_the_warm_up_first_unjudged_and_says_whether_the_node_became_steady():
-    text = shown(result(warmup=[probe(100, 40.0, None), probe(100, 14.0, None)], steady=False))
+    flat_out = [probe(100, 40.0, None, achieved=250), probe(100, 14.0, None, achieved=700)]
+    text = shown(result(warmup=[p.model_copy(update={"target_throughput": None}) for p in flat_out], steady=False))
     lines = text[text.index("Capacity of range-1950s"):].splitlines()
     rows = [line.split() for line in lines[4:17]]
-    assert [(row[0], row[2], row[-1]) for row in rows[:3]] == [("100", "40.0", "warm-up"), ("100", "14.0", "warm-up"),
-                                                               ("100", "12.0", "Passed")]
+    assert [row[:3] + row[-1:] for row in rows[:3]] == [["–", "250", "40.0", "warm-up"], ["–", "700", "14.0", "warm-up"],
+                                                       ["100", "100", "12.0", "Passed"]]
     caption = " ".join(" ".join(line.split()) for line in lines[17:])
     assert "confirmations 1; warm-up 2 probes, still getting faster" in caption
     assert "warm-up none" in " ".join(shown(result()).split())

@@ -251,3 +251,19 @@ def test_on_a_real_race_the_idle_rate_is_below_every_query_tasks_and_net_cpu_bel
     assert idle is not None and idle.seconds >= nodestats.MIN_IDLE_SECONDS
     busy = nodestats.task_resources(samples, windows["range-1900-1989"], processors)
     assert 0 < idle.process_cpu_ms_per_second < busy.process_cpu_ms / busy.seconds
+
+
+def test_the_load_driver_s_throttling_is_read_within_the_task_s_window_not_over_esrally_s_start():
+    """esrally's start, throttled in every period under a pod's CPU limit (0 to 4 s: 40 of 40),
+    comes before the task's window; within it (4 to 10 s), 3 of 60 periods were throttled."""
+    def sample(at: float, periods: int, throttled: int) -> dict:
+        return {nodestats.SAMPLED_AT: at, "nodes": {},
+                nodestats.LOAD_DRIVER: {"limit": 0.5, "periods": periods, "throttled_periods": throttled}}
+
+    samples = [sample(0, 0, 0), sample(4, 40, 40), sample(6, 60, 41), sample(10, 100, 43)]
+    driver = nodestats.load_driver_in(samples, taskwindows.TaskWindow("t", 4, 10))
+    assert (driver.cpu_limit, driver.cpu_periods, driver.cpu_throttled_periods) == (0.5, 60, 3)
+    assert nodestats.load_driver_in(samples, taskwindows.TaskWindow("t", 5, 8)).cpu_throttled_periods == 2  # 40.5 to 42
+    assert nodestats.load_driver_in(samples, taskwindows.TaskWindow("t", 4, 11)) is None  # not sampled past its end
+    assert nodestats.load_driver_in([{**s, nodestats.LOAD_DRIVER: None} for s in samples],
+                                    taskwindows.TaskWindow("t", 4, 10)) is None  # no cgroup to read

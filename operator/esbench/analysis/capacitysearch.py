@@ -16,10 +16,11 @@ goes on.
 A probe whose load driver could not send at the target rate measures the driver, not the cluster:
 the search stops there and reports the highest confirmed rate below it, saying the driver limited.
 
-A node keeps getting faster for minutes after its start (the JIT, the caches): judged cold, the low
-rates probed first fail and the search spends its probes on a node that is not the one it reports
-on. So the search begins with warm-up probes at its lowest rate, not judged, until the task's median
-service time stops falling (or `warmup_probes` are spent, which the answer says).
+A node keeps getting faster for minutes after its start, the more so the more requests it serves
+(the JIT compiles what runs often): judged cold, the low rates probed first fail and the search
+spends its probes on a node that is not the one it reports on. So the search begins with warm-up
+probes as fast as the task's clients can, not judged, until its throughput stops rising (or
+`warmup_probes` are spent, which the answer says). At a low rate the node warms too slowly to tell.
 """
 
 from __future__ import annotations
@@ -33,9 +34,8 @@ from enum import StrEnum
 # The share of the offered rate a probe may fall short of and still count as held: esrally's
 # measured throughput wavers by a few percent around a rate the cluster does keep up with.
 SHORTFALL = 0.05
-# The node is warm once a warm-up probe's median service time is no more than this share below the
-# one before it: at a low rate the median wavers by less from probe to probe, a warming node by more.
-WARMUP_METRIC = "service_time.p50"
+# The node is warm once a warm-up probe's throughput is no more than this share above the one
+# before it: flat out, the throughput wavers by less from probe to probe, a warming node's by more.
 STEADY = 0.2
 
 
@@ -57,7 +57,7 @@ class SearchSettings:
     max_probes: int
     confirmations: int = 1  # extra probes at each end of the final bracket
     growth: float = 2.0  # the factor by which the rate grows until the objective breaks
-    warmup_probes: int = 0  # probes at `low` at most before the search, not judged, until the node is steady
+    warmup_probes: int = 0  # flat-out probes at most before the search, not judged, until the node is steady
 
     def __post_init__(self) -> None:
         if not 0 < self.low <= self.high:
@@ -72,7 +72,7 @@ class SearchSettings:
 class Probe:
     """One fixed-rate run, measured after its warm-up."""
 
-    offered: float  # requests/s: the target rate
+    offered: float | None  # requests/s: the target rate; None for a warm-up, as fast as the clients can
     achieved: float  # requests/s: the rate the driver measured
     percentiles: dict[str, float]  # metric ("latency.p99") -> ms
     error_rate: float
@@ -208,19 +208,16 @@ def outcome(settings: SearchSettings, objective: Objective, probes: Sequence[Pro
 
 
 def steady(warmup: Sequence[Probe]) -> bool:
-    """The node stopped getting faster: the last warm-up probe's median service time is at most
-    STEADY below the one before it."""
-    if len(warmup) < 2:
-        return False
-    before, last = (probe.percentiles.get(WARMUP_METRIC) for probe in warmup[-2:])
-    return before is not None and last is not None and last >= before * (1 - STEADY)
+    """The node stopped getting faster: the last warm-up probe's throughput is at most STEADY
+    above the one before it."""
+    return len(warmup) >= 2 and warmup[-1].achieved <= warmup[-2].achieved * (1 + STEADY)
 
 
-def search(settings: SearchSettings, objective: Objective, measure: Callable[[float, bool], Probe],
+def search(settings: SearchSettings, objective: Objective, measure: Callable[[float | None], Probe],
            affordable: Callable[[], bool] = lambda: True) -> Capacity:
-    """Warm-up probes, then probes, each measured by `measure` at the rate asked (and whether it
-    only warms up), until the search is over, the next probe is not `affordable` (the time left),
-    or one fails (ProbeFailed)."""
+    """Warm-up probes, then probes, each measured by `measure` at the rate asked (None: a warm-up,
+    as fast as the clients can), until the search is over, the next probe is not `affordable` (the
+    time left), or one fails (ProbeFailed)."""
     warmup: list[Probe] = []
     probes: list[Probe] = []
 
@@ -231,12 +228,12 @@ def search(settings: SearchSettings, objective: Objective, measure: Callable[[fl
 
     while True:
         warming = len(warmup) < settings.warmup_probes and not steady(warmup)
-        rate = settings.low if warming else next_rate(settings, objective, probes)
-        if rate is None:
+        rate = None if warming else next_rate(settings, objective, probes)
+        if not warming and rate is None:  # the search is over
             return ended()
         if not affordable():
             return ended(Stop.OUT_OF_TIME)
         try:
-            (warmup if warming else probes).append(measure(rate, warming))
+            (warmup if warming else probes).append(measure(rate))
         except ProbeFailed:
             return ended(Stop.PROBE_FAILED)

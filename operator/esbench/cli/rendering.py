@@ -239,8 +239,8 @@ def capacity_table(capacity: models.CapacityResult) -> Table:
     notes = [f"capacity {_rate(capacity.capacity)} ops/s, bracket [{_rate(capacity.capacity)}, {_rate(capacity.upper)}]; "
              f"stop {capacity.stop}; confirmations {capacity.confirmations}; warm-up {_warmup(capacity)}",
              f"search {elapsed(capacity.seconds)}{per_probe}: {capacity.message}",
-             "ops/s: offered, achieved (Rally's median); ms (k: thousands): latency, service time (* the objective); "
-             "CPU: the nodes' mean",
+             "ops/s: offered (–: a warm-up, as fast as the clients can), achieved (Rally's median); ms (k: thousands): "
+             "latency, service time (* the objective); CPU: the nodes' mean",
              *(f"driver-limited at {_rate(p.target_throughput)} ops/s: {p.driver}" for p in probes if p.driver)]
     table = Table(title=escape(f"Capacity of {capacity.task} under {capacity.objective}"), title_justify="left",
                   caption=escape("\n".join(notes)), caption_justify="left", box=box.SIMPLE_HEAD,

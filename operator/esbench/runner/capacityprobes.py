@@ -42,8 +42,9 @@ def probe_spec(spec: models.ExperimentSpec) -> models.ExperimentSpec:
     return spec.model_copy(update={"workload": workload})
 
 
-def probe_params(params: dict[str, Any], capacity: models.Capacity, rate: float) -> dict[str, Any]:
-    """The track params of a probe at `rate` (ops/s): the bundled tracks' search-load.j2 reads them."""
+def probe_params(params: dict[str, Any], capacity: models.Capacity, rate: float | None) -> dict[str, Any]:
+    """The track params of a probe at `rate` (ops/s; None: a warm-up, as fast as the clients can, even
+    where workload.load sets a rate): the bundled tracks' search-load.j2 reads them."""
     return {**params, "target_throughputs": {capacity.task: rate}, "search_time_period": capacity.probe_seconds,
             "search_warmup_time_period": capacity.warmup_seconds}
 
@@ -64,7 +65,7 @@ def driver_limit(rate: float, task: models.TaskResult, driver: models.LoadDriver
     return None
 
 
-def measured(rate: float, task: models.TaskResult, driver: str | None) -> capacitysearch.Probe:
+def measured(rate: float | None, task: models.TaskResult, driver: str | None) -> capacitysearch.Probe:
     percentiles = {f"{kind}.{name}": value for kind, figures in (("latency", task.latency),
                                                                    ("service_time", task.service_time))
                    if figures for name, value in figures.model_dump(exclude={"unit"}).items() if value is not None}
@@ -75,7 +76,7 @@ def measured(rate: float, task: models.TaskResult, driver: str | None) -> capaci
 
 def probe_record(probe: capacitysearch.Probe, task: models.TaskResult, verdict: capacitysearch.Verdict | None,
                  driver: str | None, seconds: float) -> models.CapacityProbe:
-    """A probe's figures, with its verdict; a warm-up probe has none."""
+    """A probe's figures, with its verdict; a warm-up has neither a verdict nor a target throughput."""
     resources = task.resources
     return models.CapacityProbe(
         target_throughput=probe.offered, throughput=probe.achieved, latency=task.latency,

@@ -48,6 +48,9 @@ SAMPLED_AT = "sampled_at"
 # Counters Elasticsearch does not report, read by esbench beside each answer (local mode: the
 # node's memory cgroup) and put into the node's stats under this key.
 PROBED = "esbench_probe"
+# The load driver's CPU cgroup counters (environment.read_cpu_cgroup), read beside each answer:
+# how much its CPU limit throttled it within a task's window, not over esrally's start too.
+LOAD_DRIVER = "esbench_load_driver"
 
 
 def with_probe(answer: dict[str, Any], probed: dict[str, Any]) -> dict[str, Any]:
@@ -208,6 +211,20 @@ def _counter_increase(series: list[tuple[float, float]], window: TaskWindow) -> 
     if start is None or end is None or end < start:  # not sampled around the window, or a restart
         return None
     return end - start
+
+
+def load_driver_in(samples: list[dict[str, Any]], window: TaskWindow) -> models.LoadDriverEnvironment | None:
+    """The load driver's CFS periods, and those its CPU limit throttled, within the window; None
+    where its cgroup was not sampled around it."""
+    def increase(key: str) -> float | None:
+        return _counter_increase([(sample[SAMPLED_AT], float(sample[LOAD_DRIVER][key])) for sample in samples
+                                  if SAMPLED_AT in sample and sample.get(LOAD_DRIVER)], window)
+
+    periods, throttled = increase("periods"), increase("throttled_periods")
+    if periods is None or throttled is None:
+        return None
+    limit = next((s[LOAD_DRIVER].get("limit") for s in reversed(samples) if s.get(LOAD_DRIVER)), None)
+    return models.LoadDriverEnvironment(cpu_limit=limit, cpu_periods=round(periods), cpu_throttled_periods=round(throttled))
 
 
 def _gauge_mean(series: list[tuple[float, float]], window: TaskWindow) -> float | None:

@@ -180,7 +180,7 @@ def spec_rejection(spec: models.ExperimentSpec) -> str | None:
 
 
 def _node_stats(target: Target, probe: Callable[[], dict[str, Any]] | None) -> dict[str, Any]:
-    answer = target.get(nodestats.STATS_PATH, timeout=5)
+    answer = {**target.get(nodestats.STATS_PATH, timeout=5), nodestats.LOAD_DRIVER: environment.read_cpu_cgroup()}
     if probe is None:
         return answer
     try:
@@ -617,13 +617,16 @@ def search_capacity(race: Race, params: dict[str, Any], track_path: Path | None,
     problem = None
     started = time.monotonic()
 
-    def measure(rate: float, warming: bool) -> capacitysearch.Probe:
+    def measure(rate: float | None) -> capacitysearch.Probe:
         nonlocal problem
         began = time.monotonic()
         probe_race = race.probe(spec)
-        kind = "warm-up probe" if warming else "probe"
-        print(f"esbench: capacity {kind} {len(warmup if warming else records) + 1}: {capacity.task} at {rate:.4g} "
-              "ops/s", file=race.out, flush=True)
+        if rate is None:
+            print(f"esbench: capacity warm-up probe {len(warmup) + 1}: {capacity.task} as fast as {clients} client(s) "
+                  "can", file=race.out, flush=True)
+        else:
+            print(f"esbench: capacity probe {len(records) + 1}: {capacity.task} at {rate:.4g} ops/s", file=race.out,
+                  flush=True)
         inputs = write_esrally_inputs(probe_race, capacityprobes.probe_params(params, capacity, rate), track_path)
         cgroup_before = environment.read_cpu_cgroup()
         log_start = race.rally_log.stat().st_size if race.rally_log.exists() else 0
@@ -641,15 +644,17 @@ def search_capacity(race: Race, params: dict[str, Any], track_path: Path | None,
         if task is None:
             problem = f"the probe's race has no task {capacity.task}"
             raise capacitysearch.ProbeFailed
-        attribute_to_tasks(summary, read_task_windows(probe_race, since=log_start), run.samples, processors)
-        why = capacityprobes.driver_limit(rate, task, driver, clients)
-        probe = capacityprobes.measured(rate, task, why)
-        if warming:
-            warmup.append(capacityprobes.probe_record(probe, task, None, why, time.monotonic() - began))
-            print(f"esbench: capacity warm-up at {rate:.4g} ops/s: service_time.p50 "
-                  f"{probe.percentiles.get(capacitysearch.WARMUP_METRIC, float('nan')):.1f} ms", file=race.out,
-                  flush=True)
+        windows = read_task_windows(probe_race, since=log_start)
+        attribute_to_tasks(summary, windows, run.samples, processors)
+        # Throttled while it sent, not while esrally started (a pod's CPU limit throttles that most).
+        if rate is None:
+            probe = capacityprobes.measured(rate, task, None)
+            warmup.append(capacityprobes.probe_record(probe, task, None, None, time.monotonic() - began))
+            print(f"esbench: capacity warm-up: {probe.achieved:.4g} ops/s", file=race.out, flush=True)
             return probe
+        sending = nodestats.load_driver_in(run.samples, windows[capacity.task]) if capacity.task in windows else None
+        why = capacityprobes.driver_limit(rate, task, sending or driver, clients)
+        probe = capacityprobes.measured(rate, task, why)
         if objective.metric not in probe.percentiles:  # too few requests (admission bounds the first probe's)
             problem = f"Rally reported no {objective.metric} for the probe at {rate:.4g} ops/s"
             raise capacitysearch.ProbeFailed

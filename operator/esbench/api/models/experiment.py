@@ -371,10 +371,10 @@ class Capacity(Model):
     probe_seconds: int = Field(30, ge=1, le=3600, description="Measured time per probe (Rally's time-period).")
     warmup_seconds: int = Field(10, ge=0, le=3600, description="Warm-up per probe, left out of its figures.")
     warmup_probes: int = Field(
-        6, ge=0, le=20, description="Probes at minTargetThroughput before the search, not judged, until the task's "
-                                    "median service time stops falling (by 20 % or less from one to the next): a "
-                                    "node gets faster for minutes after its start. 0 searches the node as the race "
-                                    "left it.")
+        6, ge=0, le=20, description="Probes before the search, as fast as the task's clients can, not judged, until "
+                                    "its throughput stops rising (by 20 % or less from one to the next): a node "
+                                    "gets faster for minutes after its start, the more requests it serves. 0 "
+                                    "searches the node as the race left it.")
 
     def search_seconds(self) -> int:
         """The most the probes may take."""

@@ -309,7 +309,7 @@ class IndexLayout(Model):
 class CapacityProbe(Model):
     """One probe of a capacity search: the task alone at a target throughput, its warm-up left out."""
 
-    target_throughput: float  # ops/s offered (Rally's target-throughput)
+    target_throughput: float | None = None  # ops/s offered (Rally's target-throughput); None: a warm-up, flat out
     throughput: float | None = None  # ops/s achieved: Rally's median
     latency: Percentiles | None = None
     service_time: Percentiles | None = None
@@ -335,7 +335,7 @@ class CapacityResult(Model):
     message: str
     seconds: float  # the search's time
     probes: list[CapacityProbe] = []
-    warmup: list[CapacityProbe] = []  # at minTargetThroughput before the probes, not judged
+    warmup: list[CapacityProbe] = []  # before the probes, as fast as the clients can, not judged
     steady: bool = True  # False when the warm-up probes were spent with the node still getting faster
 
 
