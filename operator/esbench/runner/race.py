@@ -620,40 +620,24 @@ def search_capacity(race: Race, params: dict[str, Any], track_path: Path | None,
     def measure(rate: float | None) -> capacitysearch.Probe:
         nonlocal problem
         began = time.monotonic()
-        probe_race = race.probe(spec)
         if rate is None:
             print(f"esbench: capacity warm-up probe {len(warmup) + 1}: {capacity.task} as fast as {clients} client(s) "
                   "can", file=race.out, flush=True)
         else:
             print(f"esbench: capacity probe {len(records) + 1}: {capacity.task} at {rate:.4g} ops/s", file=race.out,
                   flush=True)
-        inputs = write_esrally_inputs(probe_race, capacityprobes.probe_params(params, capacity, rate), track_path)
-        cgroup_before = environment.read_cpu_cgroup()
-        log_start = race.rally_log.stat().st_size if race.rally_log.exists() else 0
         try:
-            run = run_esrally_with_retries(probe_race, inputs, params)
+            task, driver = race_probe(race, spec, capacityprobes.probe_params(params, capacity, rate), track_path,
+                                      processors)
         except CannotRace as cannot:
             problem = cannot.message
             raise capacitysearch.ProbeFailed from cannot
-        driver = measure_load_driver(probe_race, cgroup_before)
-        summary, _ = summarize_race(probe_race, run)
-        task = next((t for t in summary.tasks if t.task == capacity.task), None)
-        if run.status != 0:
-            problem = race.redact(rally.why_failed(run.output, run.status))
-            raise capacitysearch.ProbeFailed
-        if task is None:
-            problem = f"the probe's race has no task {capacity.task}"
-            raise capacitysearch.ProbeFailed
-        windows = read_task_windows(probe_race, since=log_start)
-        attribute_to_tasks(summary, windows, run.samples, processors)
-        # Throttled while it sent, not while esrally started (a pod's CPU limit throttles that most).
         if rate is None:
             probe = capacityprobes.measured(rate, task, None)
             warmup.append(capacityprobes.probe_record(probe, task, None, None, time.monotonic() - began))
             print(f"esbench: capacity warm-up: {probe.achieved:.4g} ops/s", file=race.out, flush=True)
             return probe
-        sending = nodestats.load_driver_in(run.samples, windows[capacity.task]) if capacity.task in windows else None
-        why = capacityprobes.driver_limit(rate, task, sending or driver, clients)
+        why = capacityprobes.driver_limit(rate, task, driver, clients)
         probe = capacityprobes.measured(rate, task, why)
         if objective.metric not in probe.percentiles:  # too few requests (admission bounds the first probe's)
             problem = f"Rally reported no {objective.metric} for the probe at {rate:.4g} ops/s"
@@ -670,6 +654,30 @@ def search_capacity(race: Race, params: dict[str, Any], track_path: Path | None,
     answer = capacityprobes.result(capacity, found, records, warmup, time.monotonic() - started, problem)
     print(f"esbench: capacity of {capacity.task} under {answer.objective}: {answer.message}", file=race.out, flush=True)
     return answer
+
+
+def race_probe(race: Race, spec: models.ExperimentSpec, params: dict[str, Any], track_path: Path | None,
+               processors: dict[str, int]) -> tuple[models.TaskResult, models.LoadDriverEnvironment]:
+    """One capacity probe's race (spec: the task alone; params: its rate): the task's figures, and
+    the load driver's CPU limit while it sent."""
+    probe_race = race.probe(spec)
+    task_name = spec.workload.include_tasks[0]  # the task alone (capacityprobes.probe_spec)
+    inputs = write_esrally_inputs(probe_race, params, track_path)
+    cgroup_before = environment.read_cpu_cgroup()
+    log_start = race.rally_log.stat().st_size if race.rally_log.exists() else 0
+    run = run_esrally_with_retries(probe_race, inputs, params)
+    driver = measure_load_driver(probe_race, cgroup_before)
+    if run.status != 0:
+        raise CannotRace(Reason.RACE_FAILED, race.redact(rally.why_failed(run.output, run.status)))
+    summary, _ = summarize_race(probe_race, run)
+    task = next((t for t in summary.tasks if t.task == task_name), None)
+    if task is None:
+        raise CannotRace(Reason.RACE_FAILED, f"the probe's race has no task {task_name}")
+    windows = read_task_windows(probe_race, since=log_start)
+    attribute_to_tasks(summary, windows, run.samples, processors)
+    # Throttled while it sent, not while esrally started (a pod's CPU limit throttles that most).
+    sending = nodestats.load_driver_in(run.samples, windows[task_name]) if task_name in windows else None
+    return task, sending or driver
 
 
 def attribute_to_tasks(
