@@ -11,7 +11,7 @@ import pytest
 
 from esbench.analysis import capacitysearch
 from esbench.api import models, validation
-from esbench.runner import capacityprobes, race
+from esbench.runner import capacityprobes, nodestats, race
 
 CAPACITY = models.Capacity(task="terms-1950s", objective=models.CapacityObjective(metric="latency.p99",
                                                                                  max_milliseconds=200),
@@ -40,16 +40,35 @@ def test_a_probe_races_the_task_alone_at_its_rate_for_its_time():
         "terms-1950s": None}
 
 
-def test_the_driver_limits_when_its_cpu_limit_throttled_it_or_its_clients_cannot_send_faster():
-    free = models.LoadDriverEnvironment(cpu_limit=1.0, cpu_periods=1000, cpu_throttled_periods=50)
-    throttled = models.LoadDriverEnvironment(cpu_limit=1.0, cpu_periods=1000, cpu_throttled_periods=51)
-    assert capacityprobes.driver_limit(50, task(), free, clients=4) is None
-    assert "throttled it in 51 of 1000 periods" in capacityprobes.driver_limit(50, task(), throttled, clients=4)
+def driver(throttled: float | None = None, busy: float | None = 0.5) -> nodestats.DriverWindow:
+    """The load driver within the probe's window: 1,000 CFS periods (None: no CPU limit), and the
+    share of its CPU its processes used."""
+    return nodestats.DriverWindow(processors=1.0, cpu_share=busy, limit=None if throttled is None else 1.0,
+                                  periods=None if throttled is None else 1000, throttled_periods=throttled)
+
+
+def test_the_driver_limits_when_its_cpu_limit_throttled_it_its_cpu_was_busy_or_its_clients_cannot_send_faster():
+    assert capacityprobes.driver_limit(50, task(), driver(throttled=50), clients=4, fastest_ms=None) is None
+    assert "throttled it in 51 of 1000 periods" in capacityprobes.driver_limit(50, task(), driver(throttled=51), 4, None)
+    assert capacityprobes.driver_limit(50, task(), driver(busy=0.89), 4, None) is None
+    assert "used 90% of its 1 CPU(s) while it sent" in capacityprobes.driver_limit(50, task(), driver(busy=0.9), 4, None)
     # 4 clients at 10 ms send at most 400 ops/s: 360 is within 90 % of that, 359 is not.
-    assert capacityprobes.driver_limit(359, task(), free, clients=4) is None
+    assert capacityprobes.driver_limit(359, task(), driver(), clients=4, fastest_ms=None) is None
     assert "4 client(s) at a median service time of 10.0 ms send at most 400.0 ops/s" in (
-        capacityprobes.driver_limit(360, task(), free, clients=4))
-    assert capacityprobes.driver_limit(360, task(), models.LoadDriverEnvironment(), clients=40) is None
+        capacityprobes.driver_limit(360, task(), driver(), clients=4, fastest_ms=None))
+    assert capacityprobes.driver_limit(360, task(), None, clients=40, fastest_ms=None) is None
+    # Past its capacity the cluster answers slower (26 ms): the bound is from the fastest held probe's.
+    slow = task(service_p50=26.4)
+    assert "at most 1212.1 ops/s" in capacityprobes.driver_limit(1280, slow, driver(), clients=32, fastest_ms=None)
+    assert capacityprobes.driver_limit(1280, slow, driver(), clients=32, fastest_ms=2.7) is None
+
+
+def test_the_fastest_service_time_is_of_the_probes_that_held():
+    def record(p50: float, verdict: str) -> models.CapacityProbe:
+        return models.CapacityProbe(target_throughput=10, verdict=verdict, seconds=30.0,
+                                    service_time=models.Percentiles(p50=p50, unit="ms"))
+    assert capacityprobes.fastest_service([record(5.0, "Passed"), record(2.0, "Failed"), record(4.0, "Passed")]) == 4.0
+    assert capacityprobes.fastest_service([record(2.0, "DriverLimited")]) is None
 
 
 def test_a_probes_figures_are_the_tasks_and_its_verdict_follows_the_objective():

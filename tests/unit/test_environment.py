@@ -2,6 +2,7 @@
 track's identity, the load driver."""
 
 import json
+import os
 import subprocess
 
 import pytest
@@ -151,3 +152,26 @@ def test_throttling_over_the_race_is_read_from_v1_and_v2_cpu_stat(tmp_path):
     write(v2, cpu_max="max 100000\n")  # no quota: no limit, never throttled
     assert "limit" not in environment.cpu_cgroup_state(v2)
     assert environment.load_driver(None, None).cpu_periods is None
+
+
+def test_the_load_driver_s_cpu_is_its_race_s_esrally_processes_however_many_share_its_cgroup(tmp_path):
+    """Summed over the processes whose command line names the race id (esrally and its actors,
+    which fork from it); a neighbour in the same cgroup, or another race, does not count."""
+    ticks = os.sysconf("SC_CLK_TCK")
+
+    def process(pid: int, cmdline: str, utime: int, stime: int) -> None:
+        directory = tmp_path / str(pid)
+        directory.mkdir()
+        (directory / "cmdline").write_bytes((cmdline.replace(" ", "\0") + "\0").encode())
+        # pid (comm) state ppid ... utime and stime are fields 14 and 15; a comm may hold ") ".
+        fields = ["S", "1"] + ["0"] * 9 + [str(utime), str(stime)] + ["0"] * 30
+        (directory / "stat").write_text(f"{pid} (python3 a) b) " + " ".join(fields))
+
+    process(10, "python esrally_launcher.py race --race-id=r-1 --pipeline=benchmark-only", 3 * ticks, ticks)
+    process(11, "python esrally_launcher.py race --race-id=r-1 --pipeline=benchmark-only", ticks, 0)
+    process(12, "python esrally_launcher.py race --race-id=r-2", 50 * ticks, 0)
+    process(14, "python esrally_launcher.py race --race-id=r-10", 70 * ticks, 0)
+    process(13, "java org.elasticsearch.bootstrap.Elasticsearch", 90 * ticks, 0)
+    counters = environment.load_driver_counters("r-1", proc=tmp_path)
+    assert counters["cpu_seconds"] == pytest.approx(5.0)
+    assert 1 <= counters["processors"] <= len(os.sched_getaffinity(0))

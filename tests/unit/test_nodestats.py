@@ -3,6 +3,8 @@
 import json
 import time
 
+import pytest
+
 from esbench.api import models
 from esbench.runner import environment, nodestats, race, taskwindows
 from esbench.runner.taskwindows import TaskWindow
@@ -253,17 +255,26 @@ def test_on_a_real_race_the_idle_rate_is_below_every_query_tasks_and_net_cpu_bel
     assert 0 < idle.process_cpu_ms_per_second < busy.process_cpu_ms / busy.seconds
 
 
-def test_the_load_driver_s_throttling_is_read_within_the_task_s_window_not_over_esrally_s_start():
-    """esrally's start, throttled in every period under a pod's CPU limit (0 to 4 s: 40 of 40),
-    comes before the task's window; within it (4 to 10 s), 3 of 60 periods were throttled."""
-    def sample(at: float, periods: int, throttled: int) -> dict:
+def test_what_the_load_driver_spent_is_read_within_the_task_s_window_not_over_esrally_s_start():
+    """esrally's start, throttled in every period under a pod's CPU limit and busy (0 to 4 s: 40 of
+    40 periods, 1.8 CPU seconds), comes before the task's window; within it (4 to 10 s), 3 of 60
+    periods were throttled and the driver used 1.5 of 6 CPU seconds."""
+    def sample(at: float, periods: int, throttled: int, cpu: float) -> dict:
         return {nodestats.SAMPLED_AT: at, "nodes": {},
-                nodestats.LOAD_DRIVER: {"limit": 0.5, "periods": periods, "throttled_periods": throttled}}
+                nodestats.LOAD_DRIVER: {"limit": 1.0, "periods": periods, "throttled_periods": throttled,
+                                        "cpu_seconds": cpu, "processors": 1.0}}
 
-    samples = [sample(0, 0, 0), sample(4, 40, 40), sample(6, 60, 41), sample(10, 100, 43)]
+    samples = [sample(0, 0, 0, 0.0), sample(4, 40, 40, 1.8), sample(6, 60, 41, 2.3), sample(10, 100, 43, 3.3)]
     driver = nodestats.load_driver_in(samples, taskwindows.TaskWindow("t", 4, 10))
-    assert (driver.cpu_limit, driver.cpu_periods, driver.cpu_throttled_periods) == (0.5, 60, 3)
-    assert nodestats.load_driver_in(samples, taskwindows.TaskWindow("t", 5, 8)).cpu_throttled_periods == 2  # 40.5 to 42
-    assert nodestats.load_driver_in(samples, taskwindows.TaskWindow("t", 4, 11)) is None  # not sampled past its end
+    assert (driver.limit, driver.periods, driver.throttled_periods) == (1.0, 60, 3)
+    assert driver.cpu_share == pytest.approx(1.5 / 6)
+    assert nodestats.load_driver_in(samples, taskwindows.TaskWindow("t", 5, 8)).throttled_periods == 1.5  # 40.5 to 42
+    outside = nodestats.load_driver_in(samples, taskwindows.TaskWindow("t", 4, 11))  # not sampled past its end
+    assert (outside.periods, outside.cpu_share) == (None, None)
     assert nodestats.load_driver_in([{**s, nodestats.LOAD_DRIVER: None} for s in samples],
-                                    taskwindows.TaskWindow("t", 4, 10)) is None  # no cgroup to read
+                                    taskwindows.TaskWindow("t", 4, 10)) is None  # nothing read
+    # No CPU limit (a local run): the CPU share alone.
+    free = [{**s, nodestats.LOAD_DRIVER: {"cpu_seconds": s[nodestats.LOAD_DRIVER]["cpu_seconds"], "processors": 2}}
+            for s in samples]
+    driver = nodestats.load_driver_in(free, taskwindows.TaskWindow("t", 4, 10))
+    assert (driver.periods, driver.limit, driver.cpu_share) == (None, None, pytest.approx(1.5 / 12))

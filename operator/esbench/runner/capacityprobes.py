@@ -10,11 +10,14 @@ from typing import Any
 
 from esbench.analysis import capacitysearch
 from esbench.api import models
+from esbench.runner import nodestats
 
 # A share of CFS periods in which the driver's CPU limit stopped it: beyond it, it sent late.
 THROTTLED_SHARE = 0.05
 # The clients send at most clients / service time; a rate this close to that bound is theirs.
 CLIENT_BOUND_SHARE = 0.9
+# The share of its CPUs the load driver's processes may use while sending before it falls behind.
+BUSY_SHARE = 0.9
 
 
 def settings(capacity: models.Capacity) -> capacitysearch.SearchSettings:
@@ -49,13 +52,19 @@ def probe_params(params: dict[str, Any], capacity: models.Capacity, rate: float 
             "search_warmup_time_period": capacity.warmup_seconds}
 
 
-def driver_limit(rate: float, task: models.TaskResult, driver: models.LoadDriverEnvironment,
-                 clients: int) -> str | None:
-    """Why the load driver, not the cluster, set this probe's rate; None when it did not."""
-    if driver.cpu_periods and (driver.cpu_throttled_periods or 0) / driver.cpu_periods > THROTTLED_SHARE:
-        return (f"the load driver's CPU limit ({driver.cpu_limit} CPUs) throttled it in "
-                f"{driver.cpu_throttled_periods} of {driver.cpu_periods} periods")
-    service_ms = task.service_time.p50 if task.service_time else None
+def driver_limit(rate: float, task: models.TaskResult, driver: nodestats.DriverWindow | None, clients: int,
+                 fastest_ms: float | None) -> str | None:
+    """Why the load driver, not the cluster, set this probe's rate; None when it did not.
+
+    The clients' bound takes the fastest median service time a held probe saw: a cluster past its
+    capacity answers slower, which would otherwise pass its own limit off as the clients'."""
+    if driver and driver.periods and (driver.throttled_periods or 0) / driver.periods > THROTTLED_SHARE:
+        return (f"the load driver's CPU limit ({driver.limit:g} CPUs) throttled it in "
+                f"{driver.throttled_periods:.0f} of {driver.periods:.0f} periods")
+    if driver and driver.cpu_share is not None and driver.cpu_share >= BUSY_SHARE:
+        return (f"the load driver's processes used {driver.cpu_share:.0%} of its {driver.processors:g} CPU(s) while "
+                "it sent: give it more CPU")
+    service_ms = min(filter(None, (task.service_time.p50 if task.service_time else None, fastest_ms)), default=None)
     if service_ms:
         # Each client waits for its answer before it sends again (Little's law).
         bound = clients * 1000 / service_ms
@@ -63,6 +72,12 @@ def driver_limit(rate: float, task: models.TaskResult, driver: models.LoadDriver
             return (f"{clients} client(s) at a median service time of {service_ms:.1f} ms send at most "
                     f"{bound:.1f} ops/s: raise workload.load.clients")
     return None
+
+
+def fastest_service(records: list[models.CapacityProbe]) -> float | None:
+    """The fastest median service time (ms) of the probes that held so far."""
+    return min((p.service_time.p50 for p in records if p.verdict == capacitysearch.Verdict.PASSED and p.service_time
+                and p.service_time.p50), default=None)
 
 
 def measured(rate: float | None, task: models.TaskResult, driver: str | None) -> capacitysearch.Probe:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import math
 import os
 import platform
 import subprocess
@@ -180,6 +181,26 @@ def cpu_cgroup_state(directory: Path) -> dict[str, float]:
     if quota not in ("max", "-1"):
         state["limit"] = int(quota) / int(period)
     return state
+
+
+def load_driver_counters(race_id: str, proc: Path = Path("/proc")) -> dict[str, float]:
+    """What the load driver has spent so far: the CPU seconds of the race's esrally processes (each
+    names its race id; the cgroup may hold other processes), the CPUs it may use (its affinity, and
+    its cgroup's CPU limit when lower), and its cgroup's CFS figures where they can be read."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    argument = f"\0--race-id={race_id}\0".encode()  # arguments end with a NUL in /proc/PID/cmdline
+    cpu_seconds = 0.0
+    for directory in proc.glob("[0-9]*"):
+        try:
+            if argument not in b"\0" + (directory / "cmdline").read_bytes():
+                continue
+            fields = (directory / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # ended meanwhile
+            continue
+        cpu_seconds += (int(fields[11]) + int(fields[12])) / ticks  # utime, stime (proc(5) fields 14 and 15)
+    cgroup = read_cpu_cgroup() or {}
+    processors = min(len(os.sched_getaffinity(0)), cgroup.get("limit", math.inf))
+    return {**cgroup, "cpu_seconds": cpu_seconds, "processors": processors}
 
 
 def read_cpu_cgroup() -> dict[str, float] | None:

@@ -14,6 +14,7 @@ import math
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
@@ -48,8 +49,8 @@ SAMPLED_AT = "sampled_at"
 # Counters Elasticsearch does not report, read by esbench beside each answer (local mode: the
 # node's memory cgroup) and put into the node's stats under this key.
 PROBED = "esbench_probe"
-# The load driver's CPU cgroup counters (environment.read_cpu_cgroup), read beside each answer:
-# how much its CPU limit throttled it within a task's window, not over esrally's start too.
+# What the load driver has spent (environment.load_driver_counters), read beside each answer: its
+# CPU and its CPU limit's throttling within a task's window, not over esrally's start too.
 LOAD_DRIVER = "esbench_load_driver"
 
 
@@ -213,18 +214,31 @@ def _counter_increase(series: list[tuple[float, float]], window: TaskWindow) -> 
     return end - start
 
 
-def load_driver_in(samples: list[dict[str, Any]], window: TaskWindow) -> models.LoadDriverEnvironment | None:
-    """The load driver's CFS periods, and those its CPU limit throttled, within the window; None
-    where its cgroup was not sampled around it."""
+@dataclass(frozen=True)
+class DriverWindow:
+    """The load driver within a task's window."""
+
+    processors: float  # the CPUs it may use
+    cpu_share: float | None  # of those, the share its esrally processes used
+    periods: float | None  # its cgroup's CFS periods, where it has a CPU limit
+    throttled_periods: float | None
+    limit: float | None  # CPUs
+
+
+def load_driver_in(samples: list[dict[str, Any]], window: TaskWindow) -> DriverWindow | None:
+    """What the load driver spent within the window; None where it was not sampled."""
     def increase(key: str) -> float | None:
         return _counter_increase([(sample[SAMPLED_AT], float(sample[LOAD_DRIVER][key])) for sample in samples
-                                  if SAMPLED_AT in sample and sample.get(LOAD_DRIVER)], window)
+                                  if SAMPLED_AT in sample and key in (sample.get(LOAD_DRIVER) or {})], window)
 
-    periods, throttled = increase("periods"), increase("throttled_periods")
-    if periods is None or throttled is None:
+    last = next((sample[LOAD_DRIVER] for sample in reversed(samples) if sample.get(LOAD_DRIVER)), None)
+    if last is None or window.seconds <= 0:
         return None
-    limit = next((s[LOAD_DRIVER].get("limit") for s in reversed(samples) if s.get(LOAD_DRIVER)), None)
-    return models.LoadDriverEnvironment(cpu_limit=limit, cpu_periods=round(periods), cpu_throttled_periods=round(throttled))
+    cpu_seconds = increase("cpu_seconds")
+    return DriverWindow(
+        processors=last["processors"], limit=last.get("limit"), periods=increase("periods"),
+        throttled_periods=increase("throttled_periods"),
+        cpu_share=None if cpu_seconds is None else cpu_seconds / (window.seconds * last["processors"]))
 
 
 def _gauge_mean(series: list[tuple[float, float]], window: TaskWindow) -> float | None:

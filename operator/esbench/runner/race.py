@@ -179,8 +179,9 @@ def spec_rejection(spec: models.ExperimentSpec) -> str | None:
     return None
 
 
-def _node_stats(target: Target, probe: Callable[[], dict[str, Any]] | None) -> dict[str, Any]:
-    answer = {**target.get(nodestats.STATS_PATH, timeout=5), nodestats.LOAD_DRIVER: environment.read_cpu_cgroup()}
+def _node_stats(target: Target, probe: Callable[[], dict[str, Any]] | None, race_id: str) -> dict[str, Any]:
+    answer = {**target.get(nodestats.STATS_PATH, timeout=5),
+              nodestats.LOAD_DRIVER: environment.load_driver_counters(race_id)}
     if probe is None:
         return answer
     try:
@@ -473,7 +474,8 @@ def run_esrally_watched(race: Race, esrally: EsrallyInputs, params: dict[str, An
     """One run of esrally while the nodes are sampled, profiled and their shards' allocation watched."""
     settings = race.settings
     # Sampled from the idle lead until esrally exits, so that waiting does not dilute the figures.
-    sampler = nodestats.Sampler(lambda: _node_stats(race.target, settings.node_probe), settings.sample_interval)
+    sampler = nodestats.Sampler(lambda: _node_stats(race.target, settings.node_probe, settings.race_id),
+                                settings.sample_interval)
     watch = allocation.Watch(lambda path: race.target.get(path, timeout=10),
                              lambda path, body: race.target.request("POST", path, body, timeout=10),
                              waits_for_green=params.get("cluster_health", "green") == "green",
@@ -637,7 +639,7 @@ def search_capacity(race: Race, params: dict[str, Any], track_path: Path | None,
             warmup.append(capacityprobes.probe_record(probe, task, None, None, time.monotonic() - began))
             print(f"esbench: capacity warm-up: {probe.achieved:.4g} ops/s", file=race.out, flush=True)
             return probe
-        why = capacityprobes.driver_limit(rate, task, driver, clients)
+        why = capacityprobes.driver_limit(rate, task, driver, clients, capacityprobes.fastest_service(records))
         probe = capacityprobes.measured(rate, task, why)
         if objective.metric not in probe.percentiles:  # too few requests (admission bounds the first probe's)
             problem = f"Rally reported no {objective.metric} for the probe at {rate:.4g} ops/s"
@@ -657,16 +659,14 @@ def search_capacity(race: Race, params: dict[str, Any], track_path: Path | None,
 
 
 def race_probe(race: Race, spec: models.ExperimentSpec, params: dict[str, Any], track_path: Path | None,
-               processors: dict[str, int]) -> tuple[models.TaskResult, models.LoadDriverEnvironment]:
+               processors: dict[str, int]) -> tuple[models.TaskResult, nodestats.DriverWindow | None]:
     """One capacity probe's race (spec: the task alone; params: its rate): the task's figures, and
-    the load driver's CPU limit while it sent."""
+    what the load driver spent while it sent."""
     probe_race = race.probe(spec)
     task_name = spec.workload.include_tasks[0]  # the task alone (capacityprobes.probe_spec)
     inputs = write_esrally_inputs(probe_race, params, track_path)
-    cgroup_before = environment.read_cpu_cgroup()
     log_start = race.rally_log.stat().st_size if race.rally_log.exists() else 0
     run = run_esrally_with_retries(probe_race, inputs, params)
-    driver = measure_load_driver(probe_race, cgroup_before)
     if run.status != 0:
         raise CannotRace(Reason.RACE_FAILED, race.redact(rally.why_failed(run.output, run.status)))
     summary, _ = summarize_race(probe_race, run)
@@ -675,9 +675,8 @@ def race_probe(race: Race, spec: models.ExperimentSpec, params: dict[str, Any], 
         raise CannotRace(Reason.RACE_FAILED, f"the probe's race has no task {task_name}")
     windows = read_task_windows(probe_race, since=log_start)
     attribute_to_tasks(summary, windows, run.samples, processors)
-    # Throttled while it sent, not while esrally started (a pod's CPU limit throttles that most).
-    sending = nodestats.load_driver_in(run.samples, windows[task_name]) if task_name in windows else None
-    return task, sending or driver
+    # While it sent, not while esrally started (a pod's CPU limit throttles that most).
+    return task, nodestats.load_driver_in(run.samples, windows[task_name]) if task_name in windows else None
 
 
 def attribute_to_tasks(
