@@ -179,10 +179,10 @@ def test_a_capacity_search_probes_the_task_alone_on_the_races_index_and_ends_wit
     assert found.capacity in held and found.capacity not in {
         p.target_throughput for p in found.probes if p.verdict == "DriverLimited"}, found
     assert found.upper is None or found.capacity < found.upper <= found.capacity * 1.5 or found.stop != "Converged"
-    # Four clients at a service time of milliseconds send a few hundred a second at most: said, not taken for the
-    # cluster's limit.
+    # Four clients at a service time of milliseconds send a few hundred a second at most, and esrally shares
+    # this machine's two cores with the node: said, not taken for the cluster's limit.
     limited = [p for p in found.probes if p.verdict == "DriverLimited"]
-    assert all(p.driver and "clients" in p.driver for p in limited), limited
+    assert all(p.driver and ("clients" in p.driver or "CPU" in p.driver) for p in limited), limited
     for probe in found.probes:
         assert probe.throughput > 0 and probe.latency.p90 >= probe.service_time.p90 * 0.99 and probe.seconds > 4
         assert probe.node_cpu_percent is not None, probe
