@@ -310,7 +310,9 @@ def test_three_profiled_nodes_serve_a_race_on_replicated_shards_store_its_profil
 def test_a_capacity_search_runs_in_the_rally_pod_after_the_race_and_its_probes_reach_the_status(cluster, experiments):
     """workload.capacity on Kubernetes, reduced: a flat-out warm-up probe and two probes in the Rally pod,
     after the race, on the index it built. The pod's CPU limit (the chart's 0.5 CPU) throttles
-    esrally's start in most of its periods; the driver is judged only within each probe's window."""
+    esrally's start in most of its periods, and now and then one while it sends (in a CI run, 2 of
+    24 periods at 4 ops/s): the driver is asked about only within a probe's window, and only for a
+    probe that failed."""
     body = quickstart(cluster)
     body["metadata"]["name"] = "capacity"
     body["spec"]["workload"] = {

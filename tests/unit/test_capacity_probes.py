@@ -63,6 +63,21 @@ def test_the_driver_limits_when_its_cpu_limit_throttled_it_its_cpu_was_busy_or_i
     assert capacityprobes.driver_limit(1280, slow, driver(), clients=32, fastest_ms=2.7) is None
 
 
+def test_only_a_failed_probe_asks_whether_the_driver_set_its_rate():
+    """A pass despite a throttled driver stands (on CI, a Rally pod at 0.5 CPU throttled in 2 of 24
+    periods while it held 4 ops/s); a failure with the driver at its limit is the driver's."""
+    objective = capacityprobes.objective(CAPACITY)  # latency.p99 <= 200 ms
+    throttled = driver(throttled=2 / 24 * 1000)
+    held = capacityprobes.measured(4, task(achieved=4.0), None)
+    assert capacityprobes.judged(objective, held, task(achieved=4.0), throttled, 2, []) == (held, None)
+    behind = capacityprobes.measured(400, task(achieved=300.0), None)
+    probe, why = capacityprobes.judged(objective, behind, task(achieved=300.0), throttled, 32, [])
+    assert probe.driver_limited and "throttled it in 83 of 1000 periods" in why
+    assert capacitysearch.judge(objective, probe) is capacitysearch.Verdict.DRIVER_LIMITED
+    probe, why = capacityprobes.judged(objective, behind, task(achieved=300.0), driver(), 32, [])
+    assert (probe.driver_limited, why) == (False, None), "the cluster's own failure"
+
+
 def test_the_fastest_service_time_is_of_the_probes_that_held():
     def record(p50: float, verdict: str) -> models.CapacityProbe:
         return models.CapacityProbe(target_throughput=10, verdict=verdict, seconds=30.0,

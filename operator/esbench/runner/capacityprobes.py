@@ -6,6 +6,7 @@ chooses their rates.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from esbench.analysis import capacitysearch
@@ -72,6 +73,17 @@ def driver_limit(rate: float, task: models.TaskResult, driver: nodestats.DriverW
             return (f"{clients} client(s) at a median service time of {service_ms:.1f} ms send at most "
                     f"{bound:.1f} ops/s: raise workload.load.clients")
     return None
+
+
+def judged(objective: capacitysearch.Objective, probe: capacitysearch.Probe, task: models.TaskResult,
+           driver: nodestats.DriverWindow | None, clients: int, records: list[models.CapacityProbe],
+           ) -> tuple[capacitysearch.Probe, str | None]:
+    """The probe, marked driver-limited where the driver set its rate, and why. Only a failure is
+    asked: a driver held back can only make a probe look worse, so a pass despite it stands."""
+    if probe.offered is None or capacitysearch.judge(objective, probe) is not capacitysearch.Verdict.FAILED:
+        return probe, None
+    why = driver_limit(probe.offered, task, driver, clients, fastest_service(records))
+    return dataclasses.replace(probe, driver_limited=why is not None), why
 
 
 def fastest_service(records: list[models.CapacityProbe]) -> float | None:

@@ -639,11 +639,11 @@ def search_capacity(race: Race, params: dict[str, Any], track_path: Path | None,
             warmup.append(capacityprobes.probe_record(probe, task, None, None, time.monotonic() - began))
             print(f"esbench: capacity warm-up: {probe.achieved:.4g} ops/s", file=race.out, flush=True)
             return probe
-        why = capacityprobes.driver_limit(rate, task, driver, clients, capacityprobes.fastest_service(records))
-        probe = capacityprobes.measured(rate, task, why)
+        probe = capacityprobes.measured(rate, task, None)
         if objective.metric not in probe.percentiles:  # too few requests (admission bounds the first probe's)
             problem = f"Rally reported no {objective.metric} for the probe at {rate:.4g} ops/s"
             raise capacitysearch.ProbeFailed
+        probe, why = capacityprobes.judged(objective, probe, task, driver, clients, records)
         verdict = capacitysearch.judge(objective, probe)
         records.append(capacityprobes.probe_record(probe, task, verdict, why, time.monotonic() - began))
         print(f"esbench: capacity probe at {rate:.4g} ops/s: {verdict.value}, achieved {probe.achieved:.4g} ops/s, "
