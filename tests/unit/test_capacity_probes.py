@@ -68,9 +68,9 @@ def test_only_a_failed_probe_asks_whether_the_driver_set_its_rate():
     periods while it held 4 ops/s); a failure with the driver at its limit is the driver's."""
     objective = capacityprobes.objective(CAPACITY)  # latency.p99 <= 200 ms
     throttled = driver(throttled=2 / 24 * 1000)
-    held = capacityprobes.measured(4, task(achieved=4.0), None)
+    held = capacityprobes.measured(4, task(achieved=4.0))
     assert capacityprobes.judged(objective, held, task(achieved=4.0), throttled, 2, []) == (held, None)
-    behind = capacityprobes.measured(400, task(achieved=300.0), None)
+    behind = capacityprobes.measured(400, task(achieved=300.0))
     probe, why = capacityprobes.judged(objective, behind, task(achieved=300.0), throttled, 32, [])
     assert probe.driver_limited and "throttled it in 83 of 1000 periods" in why
     assert capacitysearch.judge(objective, probe) is capacitysearch.Verdict.DRIVER_LIMITED
@@ -87,14 +87,13 @@ def test_the_fastest_service_time_is_of_the_probes_that_held():
 
 
 def test_a_probes_figures_are_the_tasks_and_its_verdict_follows_the_objective():
-    measured = capacityprobes.measured(50, task(errors=0.01), driver=None)
+    measured = capacityprobes.measured(50, task(errors=0.01))
     assert measured.percentiles["latency.p99"] == 90.0 and measured.percentiles["service_time.p50"] == 10.0
     assert "service_time.p100" not in measured.percentiles  # not reported: not made up
     assert (measured.achieved, measured.error_rate, measured.driver_limited) == (50.0, 0.01, False)
     objective = capacityprobes.objective(CAPACITY)
     assert capacitysearch.judge(objective, measured) is capacitysearch.Verdict.FAILED  # errors above 0
-    assert capacitysearch.judge(objective, capacityprobes.measured(50, task(), None)) is capacitysearch.Verdict.PASSED
-    assert capacityprobes.measured(50, task(), "the clients").driver_limited
+    assert capacitysearch.judge(objective, capacityprobes.measured(50, task())) is capacitysearch.Verdict.PASSED
 
 
 def test_the_answer_says_what_held_what_failed_and_why_the_search_stopped():

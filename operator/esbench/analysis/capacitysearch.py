@@ -70,7 +70,7 @@ class SearchSettings:
 
 @dataclass(frozen=True)
 class Probe:
-    """One fixed-rate run, measured after its warm-up."""
+    """One run of the task, measured after its warm-up: at a fixed rate, or flat out (a warm-up)."""
 
     offered: float | None  # requests/s: the target rate; None for a warm-up, as fast as the clients can
     achieved: float  # requests/s: the rate the driver measured

@@ -92,13 +92,14 @@ def fastest_service(records: list[models.CapacityProbe]) -> float | None:
                 and p.service_time.p50), default=None)
 
 
-def measured(rate: float | None, task: models.TaskResult, driver: str | None) -> capacitysearch.Probe:
+def measured(rate: float | None, task: models.TaskResult) -> capacitysearch.Probe:
+    """The task's figures as the search reads them; `judged` marks a probe the driver limited."""
     percentiles = {f"{kind}.{name}": value for kind, figures in (("latency", task.latency),
                                                                    ("service_time", task.service_time))
                    if figures for name, value in figures.model_dump(exclude={"unit"}).items() if value is not None}
     achieved = task.throughput.median if task.throughput and task.throughput.median is not None else 0.0
     return capacitysearch.Probe(offered=rate, achieved=achieved, percentiles=percentiles,
-                                error_rate=task.error_rate or 0.0, driver_limited=driver is not None)
+                                error_rate=task.error_rate or 0.0, driver_limited=False)
 
 
 def probe_record(probe: capacitysearch.Probe, task: models.TaskResult, verdict: capacitysearch.Verdict | None,

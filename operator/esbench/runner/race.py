@@ -634,12 +634,11 @@ def search_capacity(race: Race, params: dict[str, Any], track_path: Path | None,
         except CannotRace as cannot:
             problem = cannot.message
             raise capacitysearch.ProbeFailed from cannot
+        probe = capacityprobes.measured(rate, task)
         if rate is None:
-            probe = capacityprobes.measured(rate, task, None)
             warmup.append(capacityprobes.probe_record(probe, task, None, None, time.monotonic() - began))
             print(f"esbench: capacity warm-up: {probe.achieved:.4g} ops/s", file=race.out, flush=True)
             return probe
-        probe = capacityprobes.measured(rate, task, None)
         if objective.metric not in probe.percentiles:  # too few requests (admission bounds the first probe's)
             problem = f"Rally reported no {objective.metric} for the probe at {rate:.4g} ops/s"
             raise capacitysearch.ProbeFailed

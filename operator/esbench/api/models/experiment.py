@@ -376,11 +376,6 @@ class Capacity(Model):
                                     "gets faster for minutes after its start, the more requests it serves. 0 "
                                     "searches the node as the race left it.")
 
-    def search_seconds(self) -> int:
-        """The most the probes may take."""
-        return (self.max_probes + self.warmup_probes) * (self.probe_seconds + self.warmup_seconds
-                                                         + PROBE_OVERHEAD_SECONDS)
-
 
 class Workload(Model):
     model_config = ConfigDict(json_schema_extra=rules(
