@@ -40,16 +40,22 @@ def test_a_probe_races_the_task_alone_at_its_rate_for_its_time():
         "terms-1950s": None}
 
 
-def driver(throttled: float | None = None, busy: float | None = 0.5) -> nodestats.DriverWindow:
-    """The load driver within the probe's window: 1,000 CFS periods (None: no CPU limit), and the
-    share of its CPU its processes used."""
+def driver(throttled: float | None = None, busy: float | None = 0.5, periods: float = 1000) -> nodestats.DriverWindow:
+    """The load driver within the probe's window: the share of the window its CPU limit held it back
+    (None: no CPU limit), in half of its throttled periods, and the share of its CPU its processes used."""
     return nodestats.DriverWindow(processors=1.0, cpu_share=busy, limit=None if throttled is None else 1.0,
-                                  periods=None if throttled is None else 1000, throttled_periods=throttled)
+                                  periods=None if throttled is None else periods, throttled_share=throttled,
+                                  throttled_periods=None if throttled is None else 2 * throttled * periods)
 
 
 def test_the_driver_limits_when_its_cpu_limit_throttled_it_its_cpu_was_busy_or_its_clients_cannot_send_faster():
-    assert capacityprobes.driver_limit(50, task(), driver(throttled=50), clients=4, fastest_ms=None) is None
-    assert "throttled it in 51 of 1000 periods" in capacityprobes.driver_limit(50, task(), driver(throttled=51), 4, None)
+    assert capacityprobes.driver_limit(50, task(), driver(throttled=0.05), clients=4, fastest_ms=None) is None
+    assert "held it back for 6% of the probe (throttled in 120 of 1000 periods)" in (
+        capacityprobes.driver_limit(50, task(), driver(throttled=0.06), 4, None))
+    # Two of 24 periods in a 3 s window, 100 ms held back: over 5 % of the periods, not of the time.
+    brief = nodestats.DriverWindow(processors=0.5, cpu_share=0.5, periods=24, throttled_periods=2,
+                                   throttled_share=0.1 / 3, limit=0.5)
+    assert capacityprobes.driver_limit(50, task(), brief, clients=4, fastest_ms=None) is None
     assert capacityprobes.driver_limit(50, task(), driver(busy=0.89), 4, None) is None
     assert "used 90% of its 1 CPU(s) while it sent" in capacityprobes.driver_limit(50, task(), driver(busy=0.9), 4, None)
     # 4 clients at 10 ms send at most 400 ops/s: 360 is within 90 % of that, 359 is not.
@@ -67,12 +73,12 @@ def test_only_a_failed_probe_asks_whether_the_driver_set_its_rate():
     """A pass despite a throttled driver stands (on CI, a Rally pod at 0.5 CPU throttled in 2 of 24
     periods while it held 4 ops/s); a failure with the driver at its limit is the driver's."""
     objective = capacityprobes.objective(CAPACITY)  # latency.p99 <= 200 ms
-    throttled = driver(throttled=2 / 24 * 1000)
+    throttled = driver(throttled=0.4)
     held = capacityprobes.measured(4, task(achieved=4.0))
     assert capacityprobes.judged(objective, held, task(achieved=4.0), throttled, 2, []) == (held, None)
     behind = capacityprobes.measured(400, task(achieved=300.0))
     probe, why = capacityprobes.judged(objective, behind, task(achieved=300.0), throttled, 32, [])
-    assert probe.driver_limited and "throttled it in 83 of 1000 periods" in why
+    assert probe.driver_limited and "held it back for 40% of the probe" in why
     assert capacitysearch.judge(objective, probe) is capacitysearch.Verdict.DRIVER_LIMITED
     probe, why = capacityprobes.judged(objective, behind, task(achieved=300.0), driver(), 32, [])
     assert (probe.driver_limited, why) == (False, None), "the cluster's own failure"

@@ -257,20 +257,22 @@ def test_on_a_real_race_the_idle_rate_is_below_every_query_tasks_and_net_cpu_bel
 
 def test_what_the_load_driver_spent_is_read_within_the_task_s_window_not_over_esrally_s_start():
     """esrally's start, throttled in every period under a pod's CPU limit and busy (0 to 4 s: 40 of
-    40 periods, 1.8 CPU seconds), comes before the task's window; within it (4 to 10 s), 3 of 60
-    periods were throttled and the driver used 1.5 of 6 CPU seconds."""
-    def sample(at: float, periods: int, throttled: int, cpu: float) -> dict:
+    40 periods, 2 s held back, 1.8 CPU seconds), comes before the task's window; within it (4 to
+    10 s), 3 of 60 periods were throttled, for 0.15 s, and the driver used 1.5 of 6 CPU seconds."""
+    def sample(at: float, periods: int, throttled: int, held: float, cpu: float) -> dict:
         return {nodestats.SAMPLED_AT: at, "nodes": {},
                 nodestats.LOAD_DRIVER: {"limit": 1.0, "periods": periods, "throttled_periods": throttled,
-                                        "cpu_seconds": cpu, "processors": 1.0}}
+                                        "throttled_seconds": held, "cpu_seconds": cpu, "processors": 1.0}}
 
-    samples = [sample(0, 0, 0, 0.0), sample(4, 40, 40, 1.8), sample(6, 60, 41, 2.3), sample(10, 100, 43, 3.3)]
+    samples = [sample(0, 0, 0, 0.0, 0.0), sample(4, 40, 40, 2.0, 1.8), sample(6, 60, 41, 2.05, 2.3),
+               sample(10, 100, 43, 2.15, 3.3)]
     driver = nodestats.load_driver_in(samples, taskwindows.TaskWindow("t", 4, 10))
     assert (driver.limit, driver.periods, driver.throttled_periods) == (1.0, 60, 3)
+    assert driver.throttled_share == pytest.approx(0.15 / 6)
     assert driver.cpu_share == pytest.approx(1.5 / 6)
     assert nodestats.load_driver_in(samples, taskwindows.TaskWindow("t", 5, 8)).throttled_periods == 1.5  # 40.5 to 42
     outside = nodestats.load_driver_in(samples, taskwindows.TaskWindow("t", 4, 11))  # not sampled past its end
-    assert (outside.periods, outside.cpu_share) == (None, None)
+    assert (outside.periods, outside.throttled_share, outside.cpu_share) == (None, None, None)
     assert nodestats.load_driver_in([{**s, nodestats.LOAD_DRIVER: None} for s in samples],
                                     taskwindows.TaskWindow("t", 4, 10)) is None  # nothing read
     # No CPU limit (a local run): the CPU share alone.

@@ -13,8 +13,9 @@ from esbench.analysis import capacitysearch
 from esbench.api import models
 from esbench.runner import nodestats
 
-# A share of CFS periods in which the driver's CPU limit stopped it: beyond it, it sent late.
-THROTTLED_SHARE = 0.05
+# The share of the probe's time the driver's CPU limit held it back: beyond it, its requests may be
+# as late as a probe may fall short of its rate (capacitysearch.SHORTFALL).
+THROTTLED_SHARE = capacitysearch.SHORTFALL
 # The clients send at most clients / service time; a rate this close to that bound is theirs.
 CLIENT_BOUND_SHARE = 0.9
 # The share of its CPUs the load driver's processes may use while sending before it falls behind.
@@ -59,9 +60,9 @@ def driver_limit(rate: float, task: models.TaskResult, driver: nodestats.DriverW
 
     The clients' bound takes the fastest median service time a held probe saw: a cluster past its
     capacity answers slower, which would otherwise pass its own limit off as the clients'."""
-    if driver and driver.periods and (driver.throttled_periods or 0) / driver.periods > THROTTLED_SHARE:
-        return (f"the load driver's CPU limit ({driver.limit:g} CPUs) throttled it in "
-                f"{driver.throttled_periods:.0f} of {driver.periods:.0f} periods")
+    if driver and driver.throttled_share is not None and driver.throttled_share > THROTTLED_SHARE:
+        return (f"the load driver's CPU limit ({driver.limit:g} CPUs) held it back for {driver.throttled_share:.0%} "
+                f"of the probe (throttled in {driver.throttled_periods or 0:.0f} of {driver.periods or 0:.0f} periods)")
     if driver and driver.cpu_share is not None and driver.cpu_share >= BUSY_SHARE:
         return (f"the load driver's processes used {driver.cpu_share:.0%} of its {driver.processors:g} CPU(s) while "
                 "it sent: give it more CPU")

@@ -222,6 +222,9 @@ class DriverWindow:
     cpu_share: float | None  # of those, the share its esrally processes used
     periods: float | None  # its cgroup's CFS periods, where it has a CPU limit
     throttled_periods: float | None
+    # The time its CPU limit held it back, over the window's: the kernel sums it over the CPUs it
+    # was held back on, so with more than one this overstates, never understates.
+    throttled_share: float | None
     limit: float | None  # CPUs
 
 
@@ -234,10 +237,11 @@ def load_driver_in(samples: list[dict[str, Any]], window: TaskWindow) -> DriverW
     last = next((sample[LOAD_DRIVER] for sample in reversed(samples) if sample.get(LOAD_DRIVER)), None)
     if last is None or window.seconds <= 0:
         return None
-    cpu_seconds = increase("cpu_seconds")
+    cpu_seconds, throttled_seconds = increase("cpu_seconds"), increase("throttled_seconds")
     return DriverWindow(
         processors=last["processors"], limit=last.get("limit"), periods=increase("periods"),
         throttled_periods=increase("throttled_periods"),
+        throttled_share=None if throttled_seconds is None else throttled_seconds / window.seconds,
         cpu_share=None if cpu_seconds is None else cpu_seconds / (window.seconds * last["processors"]))
 
 
