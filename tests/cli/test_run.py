@@ -222,9 +222,10 @@ def test_quickstart_races_an_existing_cluster_and_writes_what_the_operator_write
 
 
 def test_without_es_url_elasticsearch_is_downloaded_started_over_https_and_stopped(esbench, esrally, tmp_path):
-    # As root (these machines), limits.memory becomes the node's memory cgroup, as a pod's limit.
+    # As root (these machines), limits.memory and limits.cpu become the node's memory and CPU
+    # cgroups, as a pod's limits (1.5 CPUs: no bound on a node given one CPU, but the node reads it).
     experiment = {**EXPERIMENT, "spec": {**EXPERIMENT["spec"], "elasticsearch": {
-        **EXPERIMENT["spec"]["elasticsearch"], "resources": {"limits": {"memory": "1536Mi"}}}}}
+        **EXPERIMENT["spec"]["elasticsearch"], "resources": {"limits": {"memory": "1536Mi", "cpu": "1500m"}}}}}
     path = _write(tmp_path, experiment)
     run = esbench("run", str(path), "--output", "local.json", "--work-dir", "work", env={"ESBENCH_ESRALLY": esrally})
     assert run.exit_code == 0, run.stdout + run.stderr
@@ -238,7 +239,7 @@ def test_without_es_url_elasticsearch_is_downloaded_started_over_https_and_stopp
     assert results.track_params["index_settings"] == {"index.codec": "best_compression"}
     # The node as the operator's clusters have it: mmap off (models.DEFAULT_NODE_CONFIG), and the limit.
     (node,) = results.environment.nodes
-    assert node.mmap is False and node.cgroup_memory_limit_bytes == 1536 * 2**20
+    assert node.mmap is False and node.cgroup_memory_limit_bytes == 1536 * 2**20 and node.cgroup_cpu_limit == 1.5
     # The node and Rally on different CPUs (these machines have two: one each), as the JVM saw it.
     split = cpus.split(os.sched_getaffinity(0))
     assert document["metadata"]["annotations"]["esbench.io/cpus"] == split.describe()
@@ -286,12 +287,15 @@ def test_without_es_url_elasticsearch_is_downloaded_started_over_https_and_stopp
 
 def test_what_local_mode_cannot_apply_is_said_up_front():
     spec = validation.parse_spec(validation.admit(_with("spec.elasticsearch", {
-        "version": LATEST, "nodeCount": 3, "resources": {"limits": {"memory": "4Gi", "cpu": "2"}}})))
+        "version": LATEST, "nodeCount": 3, "resources": {"requests": {"cpu": "1"},
+                                                        "limits": {"memory": "4Gi", "cpu": "500m"}}})))
     notes = " ".join(local.local_notes(spec, local.Options()))
     assert "runs one node; the spec asks for 3" in notes
-    assert "not applied locally: spec.elasticsearch.resources (but limits.memory)" in notes and "storage" in notes
+    assert ("not applied locally: spec.elasticsearch.resources (but limits.memory and limits.cpu)" in notes
+            and "storage" in notes)
     assert "resources.limits.memory bounds the local node's own memory cgroup" in notes
-    assert local.memory_limit(spec.elasticsearch) == 4 * 2**30
+    assert "resources.limits.cpu bounds the local node's own CPU cgroup (a CFS quota)" in notes
+    assert (local.memory_limit(spec.elasticsearch), local.cpu_limit(spec.elasticsearch)) == (4 * 2**30, 0.5)
     remote = " ".join(local.local_notes(spec, local.Options(es_url="https://es.example:9200")))
     assert "used as it is" in remote
 

@@ -22,6 +22,7 @@ from scripts import studies
 from tests.support.admission import HELD, deletion_held, deletion_refused
 from tests.support.experiments import condition, es_exists, event_messages, events
 from tests.support.operator_process import OperatorProcess
+from tests.support.standin_eck import eck_status
 from tests.support.sweeps import CODECS, TEMPLATE, Driver, create_sweep, get_sweep, phase, runs
 from tests.support.waiting import wait_for
 
@@ -167,6 +168,36 @@ def test_without_reuse_every_run_creates_its_own_cluster(apis, eck, standin_kube
         driver.finish(child, 1000.0)
     done = driver.wait_done()
     assert phase(done) == "Succeeded" and done["status"]["clusters"] == []
+
+
+def test_a_shared_emptydir_cluster_a_disruption_emptied_is_made_anew_before_the_retry(
+        apis, eck, standin_kubelet, namespace, operator, race_json):
+    """ECK makes a lost node's pod anew, empty, and it never joins the cluster it was part of: the
+    retry would wait out clusterReadyTimeoutSeconds on it. The sweep deletes the cluster and makes
+    it anew, then retries."""
+    template = {**TEMPLATE, "elasticsearch": {**TEMPLATE["elasticsearch"], "storage": {"type": "EmptyDir"}}}
+    create_sweep(apis, namespace, "lost", template=template, matrix=CODECS, repetitions=1, maxRetries=1)
+    driver = Driver(apis, eck, standin_kubelet, namespace, race_json, "lost")
+    first = driver.next_benchmarking()
+    old = eck.get(namespace, "lost-g0")
+    # Its node's pod is gone mid-race: ECK counts no node available, and the race fails.
+    eck.set_status(namespace, "lost-g0", **{**eck_status(old, up=False), "availableNodes": 0})
+    driver.finish(first, None)
+
+    def made_anew():
+        return next((es for es in eck.list(namespace) if es["metadata"]["name"] == "lost-g0"
+                     and es["metadata"]["uid"] != old["metadata"]["uid"]), None)
+    wait_for(made_anew, 60, "the shared cluster to be made anew",
+             diagnose=lambda: str(get_sweep(apis, namespace, "lost").get("status")))
+    retry = driver.next_benchmarking()
+    assert retry["metadata"]["name"] == "lost-c0-r1-a2"
+    failed = next(r for r in runs(apis, namespace, "lost") if r["metadata"]["name"] == "lost-c0-r1")
+    assert failed["status"]["reason"] == "ClusterDisrupted"
+    assert ("Normal", "ClusterRenewed") in events(apis, namespace, "lost")
+    driver.finish(retry, 1000.0)
+    driver.finish(driver.next_benchmarking(), 1000.0)
+    done = driver.wait_done()
+    assert phase(done) == "Succeeded" and done["status"]["progress"]["retries"] == 1
 
 
 def test_a_failed_run_is_retried_and_a_run_that_keeps_failing_leaves_partial_results(

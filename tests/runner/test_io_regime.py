@@ -2,7 +2,7 @@
 when the page cache left under a memory limit cannot hold it, and from memory when it can.
 
 Real Elasticsearch (the session's 8.7.1 node, which runs in a memory cgroup of its own as
-root: esbench.localnode.memorycgroup), real esrally. The limit is lowered only for the second race,
+root: esbench.localnode.cgroups), real esrally. The limit is lowered only for the second race,
 which only searches: indexing under a tight limit could push the node's native memory over it.
 """
 

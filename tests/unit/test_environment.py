@@ -72,6 +72,14 @@ def test_the_memory_limit_of_a_nodes_cgroup_v1_or_v2(cgroup, limit):
     assert node.memory_bytes == 2147483648
 
 
+def test_the_cpu_limit_of_a_nodes_cgroup_is_its_quota_of_each_period():
+    for quota, cpus in ((50000, 0.5), (200000, 2.0), (-1, None)):  # -1: no quota
+        (node,) = environment.nodes(NODE_INFO, _node_stats_os(_cgroup("max", quota_micros=quota)))
+        assert node.cgroup_cpu_limit == cpus
+    (node,) = environment.nodes(NODE_INFO, _node_stats_os(None))
+    assert node.cgroup_cpu_limit is None
+
+
 def test_no_cgroup_limit_and_the_default_mmap_setting():
     info = {"nodes": {"abc": {"name": "es-0", "os": {}}}}
     memory = {"nodes": {"abc": {"os": {"cgroup": {"memory": {"limit_in_bytes": "max"}}}}}}

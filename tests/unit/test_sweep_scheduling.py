@@ -116,6 +116,25 @@ def test_a_run_disrupted_by_a_pods_end_is_retried(reason):
     assert states(plan(repetitions=1), [first, child("c0", 1, "Failed", reason, attempt=2)])[("c0", 1)] == "Failed"
 
 
+def test_a_shared_emptydir_cluster_a_disruption_emptied_is_made_anew_before_the_group_s_next_run():
+    """ECK makes a replaced pod anew, empty, and it never joins the cluster it was part of: the
+    retry, and every later run of the group, would wait out clusterReadyTimeoutSeconds."""
+    def decided(storage: str, reason: str, max_retries: int) -> list[tuple[tuple[str, int], str | None]]:
+        template = {**TEMPLATE, "elasticsearch": {**TEMPLATE["elasticsearch"], "storage": {"type": storage}}}
+        spec = models.SweepSpec(template=template, matrix=[CODECS], order="Interleaved", warmupRuns=0,
+                                maxRetries=max_retries)
+        ended = child("c0", 1, "Failed", reason)
+        ended["status"]["completionTime"] = "2026-12-03T10:00:00Z"
+        decision = sweepstate.decide(grid.plan(spec, "bench", "default"), manifests.Sweep("bench", "default", "sweep-uid", spec),
+                                     [ended])
+        return [(s.run.key, s.stale_before) for s in decision.starts]
+
+    assert decided("EmptyDir", "ClusterDisrupted", max_retries=1) == [(("c0", 1), "2026-12-03T10:00:00Z")]
+    assert decided("EmptyDir", "ClusterDisrupted", max_retries=0) == [(("c1", 1), "2026-12-03T10:00:00Z")]
+    assert decided("PersistentVolumeClaim", "ClusterDisrupted", max_retries=1) == [(("c0", 1), None)]
+    assert decided("EmptyDir", "JobFailed", max_retries=1) == [(("c0", 1), None)]
+
+
 def test_an_invalid_spec_is_never_retried():
     assert states(plan(repetitions=1), [child("c0", 1, "Failed", "InvalidSpec")], max_retries=5)[("c0", 1)] == "Failed"
 

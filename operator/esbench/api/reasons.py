@@ -56,6 +56,7 @@ class Reason(StrEnum):
     # A sweep
     RUN_STARTED = "RunStarted"
     RUN_DELETED = "RunDeleted"
+    CLUSTER_RENEWED = "ClusterRenewed"
     REJECTED = "Rejected"
     COMPLETED = "Completed"
     RUNS_FAILED = "RunsFailed"
@@ -167,6 +168,8 @@ MEANINGS: dict[Reason, str] = {
                               "off, while the Experiment keeps its results and its TTL waits; also a Warning Event",
     Reason.RUN_STARTED: "Event: a sweep or a schedule started a run",
     Reason.RUN_DELETED: "a sweep's run was deleted before it finished: it counts as failed",
+    Reason.CLUSTER_RENEWED: ("Event: a sweep deleted its shared cluster, whose data a disruption took (emptyDir), "
+                             "to make it anew before its next run"),
     Reason.REJECTED: "a sweep's run or shared cluster was refused by the API server: tried again at each resync, and "
                      "the sweep fails once the template's clusterReadyTimeoutSeconds have passed since it started; a "
                      "schedule's run refused so is tried again at its next look",

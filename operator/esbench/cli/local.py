@@ -29,6 +29,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -138,11 +139,15 @@ def local_notes(spec: models.ExperimentSpec, options: Options) -> list[str]:
     if nodes > 1:
         notes.append(f"local mode runs one node; the spec asks for {nodes}")
     resources = es.resources or models.ResourceRequirements()
-    others = bool(resources.requests) or bool(set(resources.limits or {}) - {"memory"})
-    ignored = [name for name, value in (("resources (but limits.memory)", others), ("image", es.image)) if value]
+    others = bool(resources.requests) or bool(set(resources.limits or {}) - {"memory", "cpu"})
+    ignored = [name for name, value in (("resources (but limits.memory and limits.cpu)", others), ("image", es.image))
+               if value]
     if memory_limit(es) is not None:
         notes.append("resources.limits.memory bounds the local node's own memory cgroup (heap, native memory and "
                      "page cache), as a pod's limit does")
+    if cpu_limit(es) is not None:
+        notes.append("resources.limits.cpu bounds the local node's own CPU cgroup (a CFS quota), as a pod's limit "
+                     "does")
     if es.storage.type != models.StorageType.EMPTY_DIR or es.storage.storage_class_name:
         ignored.append("storage (data lives in a temporary folder)")
     if ignored:
@@ -263,10 +268,21 @@ def _es_home_version(home: Path) -> str | None:
     return match[1] if match else None
 
 
+def cpu_limit(es: models.Elasticsearch) -> float | None:
+    """spec.elasticsearch.resources.limits.cpu in CPUs, if set."""
+    limit = _limit(es, "cpu")
+    return None if limit is None else float(limit)
+
+
 def memory_limit(es: models.Elasticsearch) -> int | None:
-    """spec.elasticsearch.resources.limits.memory in bytes (a Kubernetes quantity), if set."""
-    quantity = ((es.resources.limits or {}) if es.resources else {}).get("memory")
-    return None if quantity is None else int(parse_quantity(quantity))
+    """spec.elasticsearch.resources.limits.memory in bytes, if set."""
+    limit = _limit(es, "memory")
+    return None if limit is None else int(limit)
+
+
+def _limit(es: models.Elasticsearch, resource: str) -> Decimal | None:
+    quantity = ((es.resources.limits or {}) if es.resources else {}).get(resource)
+    return None if quantity is None else parse_quantity(quantity)
 
 
 @dataclass
@@ -304,6 +320,10 @@ def _local_cluster(spec: models.ExperimentSpec, options: Options, progress: Prog
     if limit is not None:
         kwargs["memory_limit"] = limit
         annotations["esbench.io/memory-limit"] = f"{limit} bytes, the local node's memory cgroup"
+    cpus = cpu_limit(es)
+    if cpus is not None:
+        kwargs["cpu_limit"] = cpus
+        annotations["esbench.io/cpu-limit"] = f"{cpus:g} CPUs of each CFS period, the local node's CPU cgroup"
     if options.es_home:
         home_version = _es_home_version(options.es_home)
         if home_version and home_version != es.version:

@@ -95,8 +95,8 @@ class SweepReconciler:
         not_started = None
         try:
             for start in decision.starts:
-                self._start(body, sweep, start)
-                started.append(start)
+                if self._start(body, sweep, start):
+                    started.append(start)
         except KindNotServed:
             not_started = (Reason.ECK_NOT_INSTALLED, ECK_NOT_INSTALLED)
         except Rejected as rejected:  # e.g. a quota: said in the status until it is lifted
@@ -133,8 +133,11 @@ class SweepReconciler:
 
     # --- steps ---
 
-    def _start(self, body: dict[str, Any], sweep: manifests.Sweep, start: sweepstate.Start) -> None:
+    def _start(self, body: dict[str, Any], sweep: manifests.Sweep, start: sweepstate.Start) -> bool:
+        """Whether the run started; not while its shared cluster is being made anew."""
         run = start.run
+        if start.cluster and start.stale_before and not self._renewed(body, sweep, start.cluster, start.stale_before):
+            return False
         if start.cluster:
             es = Elasticsearch.model_validate(run.cell.spec["elasticsearch"])
             profile = run.cell.spec.get("profile")
@@ -147,6 +150,19 @@ class SweepReconciler:
         retry = f" (attempt {start.attempt})" if start.attempt > 1 else ""
         self.emit(body, "Normal", Reason.RUN_STARTED, f"{start.manifest['metadata']['name']}: cell {run.cell.id} "
                   f"({run.cell.label}), repetition {run.repetition}{retry}")
+        return True
+
+    def _renewed(self, body: dict[str, Any], sweep: manifests.Sweep, cluster: str, stale_before: str) -> bool:
+        """Whether the shared cluster is gone or was made after `stale_before`; else it is deleted
+        (once), to be made anew at a later look, when it is gone."""
+        es = self.kube.get_elasticsearch(sweep.namespace, cluster)
+        if es is None or status.parse(es["metadata"]["creationTimestamp"]) > status.parse(stale_before):
+            return True
+        if not es["metadata"].get("deletionTimestamp") and _owned_by(es, sweep):
+            delete_cluster(self.kube, self.emit, body, cluster, es["metadata"]["uid"])
+            self.emit(body, "Normal", Reason.CLUSTER_RENEWED, f"{cluster}: a disruption at {stale_before} took its "
+                      "data (emptyDir): deleted, to be made anew before the next run")
+        return False
 
     def _release(self, body: dict[str, Any], sweep: manifests.Sweep, cluster: str, any_failed: bool) -> None:
         """Before the status that ends the sweep, so that a crash cannot leave the cluster behind: a

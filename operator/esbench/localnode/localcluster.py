@@ -17,6 +17,7 @@ import contextlib
 import os
 import pwd
 import secrets
+import shlex
 import shutil
 import signal
 import socket
@@ -33,8 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from esbench.localnode import maven, pagecache, rootendpoint, threadcpu
+from esbench.localnode.cgroups import CpuCgroup, MemoryCgroup, Unavailable
 from esbench.localnode.cpus import on_cpus
-from esbench.localnode.memorycgroup import MemoryCgroup, Unavailable
 from esbench.runner.target import Target
 
 MAVEN_BASE = f"{maven.CENTRAL}/org/elasticsearch/distribution/integ-test-zip/elasticsearch"
@@ -153,6 +154,7 @@ class LocalCluster:
     password: str | None = field(default=None, repr=False)
     ca_file: str | None = None
     memory: MemoryCgroup | None = None  # the node's own memory cgroup (as root): its limit bounds the page cache
+    cpu: CpuCgroup | None = None  # the node's own CPU cgroup, where it has a CPU limit
     java_home: Path | None = None  # the JDK the node runs on
     user: str | None = None  # the system user the node runs as (when started as root)
     snapshot_repository: Path | None = None  # a folder of its path.repo, for snapshot repositories
@@ -214,8 +216,9 @@ class LocalCluster:
             except subprocess.TimeoutExpired:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait()
-        if self.memory:
-            self.memory.remove()
+        for cgroup in (self.memory, self.cpu):
+            if cgroup:
+                cgroup.remove()
         if not keep_files:
             shutil.rmtree(self.base_dir, ignore_errors=True)
 
@@ -232,6 +235,7 @@ def start(
     extra_settings: dict[str, Any] | None = None,
     home: Path | None = None,
     memory_limit: int | None = None,
+    cpu_limit: float | None = None,
     cpus: tuple[int, ...] | None = None,
     snapshot_repository: Path | None = None,
 ) -> LocalCluster:
@@ -245,6 +249,8 @@ def start(
     As root the node runs in a memory cgroup of its own (LocalCluster.memory), limited to
     memory_limit bytes when given, as a pod's memory limit would: heap, native memory and page
     cache together. A limit that cannot be honoured (not root, no memory controller) is an error.
+    cpu_limit: CPUs the node may use of each CFS period (a CPU cgroup of its own, as a pod's CPU
+    limit); likewise an error where it cannot be honoured.
     cpus: the CPUs the node may run on (all of this process's by default).
     snapshot_repository: a folder the node may write snapshots to (its path.repo), kept across nodes.
     """
@@ -284,8 +290,11 @@ def start(
     if as_root:
         command = ["runuser", "-u", user, "--", "env", *[f"{k}={v}" for k, v in env.items()], *command]
     memory = _memory_cgroup(memory_limit, as_root)
-    if memory:  # joined before exec, so that every page the node touches is charged to it
-        command = ["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(memory.procs), *command]
+    cpu = _cpu_cgroup(cpu_limit)
+    joined = [cgroup.procs for cgroup in (memory, cpu) if cgroup]
+    if joined:  # before exec, so that every page the node touches is charged to it
+        script = " && ".join(f"echo $$ > {shlex.quote(str(procs))}" for procs in joined)
+        command = ["sh", "-c", f'{script} && exec "$@"', "sh", *command]
     log_file = base / "stdout.log"
     with open(log_file, "wb") as out, on_cpus(cpus):
         process = subprocess.Popen(
@@ -294,7 +303,7 @@ def start(
     url = f"https://localhost:{http_port}" if secure else f"http://127.0.0.1:{http_port}"
     cluster = LocalCluster(
         version=version, url=url, base_dir=base, process=process, log_file=log_file,
-        username=username, password=password, ca_file=ca_file, memory=memory,
+        username=username, password=password, ca_file=ca_file, memory=memory, cpu=cpu,
         java_home=jdk or home / "jdk", user=user if as_root else None, snapshot_repository=snapshot_repository,
     )
     try:
@@ -368,6 +377,14 @@ def _node_settings(http_port: int, data: Path, logs: Path, config: Path, secure:
             "xpack.security.http.ssl.certificate_authorities": config / "certs" / "ca.crt",
         })
     return settings
+
+
+def _cpu_cgroup(cpus: float | None) -> CpuCgroup | None:
+    if cpus is None:
+        return None
+    cgroup = CpuCgroup.create()
+    cgroup.set_limit(cpus)
+    return cgroup
 
 
 def _memory_cgroup(limit_bytes: int | None, as_root: bool) -> MemoryCgroup | None:

@@ -23,6 +23,7 @@ from esbench.api.models import (
     Gate,
     Phase,
     Results,
+    StorageType,
     SweepPhase,
     SweepSpec,
     Workload,
@@ -529,13 +530,15 @@ def _order_condition(effects: list[ordereffect.OrderEffect]) -> status.Condition
 @dataclass(frozen=True)
 class Start:
     """A run to start now, as its attempt-th Experiment; on its group's shared cluster, if any
-    (created with the group's first run)."""
+    (created with the group's first run). A shared cluster created before `stale_before` lost its
+    data to a disruption: it is made anew before the run starts."""
 
     run: grid.Run
     attempt: int
     group: str
     cluster: str | None
     manifest: dict[str, Any]
+    stale_before: str | None = None
 
 
 @dataclass(frozen=True)
@@ -580,7 +583,8 @@ def decide(plan: grid.Plan, sweep: manifests.Sweep, runs: list[dict[str, Any]], 
         attempt = len(by_key[run.key].attempts) + 1
         manifest = manifests.sweep_run_manifest(sweep, run.cell.id, run.cell.label, run.cell.spec, run.repetition,
                                                 attempt, clusters.get(group))
-        starts.append(Start(run, attempt, group, clusters.get(group), manifest))
+        starts.append(Start(run, attempt, group, clusters.get(group), manifest,
+                            disrupted_at(run_groups[group], by_key) if group in clusters else None))
     releases = [(clusters[key], any(by_key[r.key].state == RunState.FAILED for r in group_runs))
                 for key, group_runs in run_groups.items()
                 if key in clusters and all(by_key[r.key].final for r in group_runs)]
@@ -600,6 +604,20 @@ def report(decision: Decision, spec: SweepSpec, started: list[Start] = ()) -> St
     rounds = decision.rounds
     return status_report(rounds.plan, states, decision.run_groups, decision.clusters, spec,
                          decision.comparison.rows, decision.comparison.contrasts, rounds.stopped, rounds.warmups)
+
+
+def disrupted_at(group_runs: list[grid.Run], by_key: dict[tuple[str, int], Progress]) -> str | None:
+    """When the group's shared cluster last lost its data: the end of its latest ClusterDisrupted
+    attempt, on an emptyDir (ECK makes a replaced pod anew, empty, and an empty node of a formed
+    cluster never joins it: each later run would wait out clusterReadyTimeoutSeconds). A
+    persistent volume outlives its pod. None: the cluster keeps its data. (A restarted container
+    keeps its emptyDir, but the reason does not say which: a cluster made anew costs its start.)"""
+    storage = (group_runs[0].cell.spec.get("elasticsearch") or {}).get("storage") or {}
+    if storage.get("type") != StorageType.EMPTY_DIR:
+        return None
+    return max((child["status"]["completionTime"] for run in group_runs for child in by_key[run.key].attempts
+                if (child.get("status") or {}).get("reason") == Reason.CLUSTER_DISRUPTED
+                and child["status"].get("completionTime")), default=None)
 
 
 def group_of(run: grid.Run, run_groups: dict[str, list[grid.Run]]) -> str:

@@ -39,7 +39,8 @@ NODES_INFO_PATH = "_nodes/jvm,os,settings?filter_path=" + ",".join(
     )
 )
 CGROUP_ROOT = Path("/sys/fs/cgroup")
-NODES_MEMORY_PATH = "_nodes/stats/os?filter_path=nodes.*.os.mem.total_in_bytes,nodes.*.os.cgroup.memory.limit_in_bytes"
+NODES_CGROUP_PATH = ("_nodes/stats/os?filter_path=nodes.*.os.mem.total_in_bytes,nodes.*.os.cgroup.memory.limit_in_bytes,"
+                     "nodes.*.os.cgroup.cpu.cfs_quota_micros,nodes.*.os.cgroup.cpu.cfs_period_micros")
 
 
 def processors(info: dict[str, Any]) -> dict[str, int]:
@@ -70,8 +71,15 @@ def memory_limit(limit_in_bytes: Any) -> int | None:
     return None if limit is None or limit >= NO_MEMORY_LIMIT_FROM else limit
 
 
+def cpu_limit(quota_micros: Any, period_micros: Any) -> float | None:
+    """The CPUs a node's cgroup quota allows of each period; None without a quota (-1) or a cgroup."""
+    if not isinstance(quota_micros, int) or not isinstance(period_micros, int) or quota_micros <= 0 or period_micros <= 0:
+        return None
+    return quota_micros / period_micros
+
+
 def nodes(info: dict[str, Any], stats: dict[str, Any]) -> list[models.NodeEnvironment]:
-    """Per node, from the answers to NODES_INFO_PATH and NODES_MEMORY_PATH, sorted by name."""
+    """Per node, from the answers to NODES_INFO_PATH and NODES_CGROUP_PATH, sorted by name."""
     found = []
     for node_id, node in (info.get("nodes") or {}).items():
         memory = (stats.get("nodes") or {}).get(node_id) or {}
@@ -86,6 +94,8 @@ def nodes(info: dict[str, Any], stats: dict[str, Any]) -> list[models.NodeEnviro
             allocated_processors=value_at(node, "os.allocated_processors"),
             memory_bytes=_integer(value_at(memory, "os.mem.total_in_bytes")),
             cgroup_memory_limit_bytes=memory_limit(value_at(memory, "os.cgroup.memory.limit_in_bytes")),
+            cgroup_cpu_limit=cpu_limit(value_at(memory, "os.cgroup.cpu.cfs_quota_micros"),
+                                       value_at(memory, "os.cgroup.cpu.cfs_period_micros")),
             heap_max_bytes=_integer(value_at(node, "jvm.mem.heap_max_in_bytes")),
             mmap=str(value_at(node, "settings.node.store.allow_mmap") or "true").lower() == "true",
         ))
@@ -96,7 +106,7 @@ def read_nodes(get: Callable[[str], Any]) -> tuple[list[models.NodeEnvironment],
     """The nodes' environment and processors from a live cluster (empty where it will not say,
     e.g. to a user without the monitor privilege)."""
     answers = []
-    for path in (NODES_INFO_PATH, NODES_MEMORY_PATH):
+    for path in (NODES_INFO_PATH, NODES_CGROUP_PATH):
         try:
             answers.append(get(path) or {})
         except (OSError, ValueError):

@@ -227,6 +227,7 @@ class NodeEnvironment(Model):
     allocated_processors: int | None = None  # node.processors
     memory_bytes: int | None = None  # what the OS reports as total (the host's, unless the container limits it)
     cgroup_memory_limit_bytes: int | None = None  # the container's limit: what bounds the page cache
+    cgroup_cpu_limit: float | None = None  # CPUs of each CFS period its cgroup's quota allows (a pod's CPU limit)
     heap_max_bytes: int | None = None
     mmap: bool | None = None  # node.store.allow_mmap (true unless the node sets it false)
 

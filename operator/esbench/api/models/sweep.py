@@ -234,7 +234,9 @@ class SweepSpec(Model):
     cluster_reuse: bool = Field(
         True, description="Cells with the same elasticsearch spec and track share one cluster owned by the sweep "
                           "(NAME-g<n>) and run one after another on it, each race with a fresh index (the track "
-                          "deletes and creates it).")
+                          "deletes and creates it). On an emptyDir, a run that ended ClusterDisrupted has the "
+                          "cluster deleted and made anew before the group's next run: a node ECK makes anew there "
+                          "is empty and never rejoins (Event ClusterRenewed).")
     # Right after a node starts, the JIT and the caches make the first races slower, which would
     # bias the first cells.
     warmup_runs: int = Field(

@@ -1,11 +1,12 @@
-"""A memory cgroup of its own for a local Elasticsearch node, so that a memory limit bounds
-its page cache as a pod's limit bounds a pod's.
+"""Cgroups of its own for a local Elasticsearch node, so that its resource limits bound it as a
+pod's bound a pod.
 
-Page cache is charged to the cgroup of the process that first reads or writes a page, and a
-cgroup over its limit has its cache reclaimed first: with a limit below heap + store, searches
-go to disk, which is the regime of an I/O-bound study. Needs root and a writable memory
-controller (cgroup v1 `memory` hierarchy or cgroup v2 with `memory` enabled); without them a
-limit cannot be honoured and `create` says why.
+A memory limit bounds the page cache too: page cache is charged to the cgroup of the process
+that first reads or writes a page, and a cgroup over its limit has its cache reclaimed first, so
+with a limit below heap + store searches go to disk, the regime of an I/O-bound study. A CPU
+limit is a CFS quota: the node's threads run at most that many CPUs' worth of each period.
+Needs root and a writable controller (cgroup v1's `memory` or `cpu` hierarchy, or cgroup v2 with
+the controller enabled); without them a limit cannot be honoured and `create` says why.
 """
 
 from __future__ import annotations
@@ -15,22 +16,25 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar, Self
 
 ROOT = Path("/sys/fs/cgroup")
 # A cgroup is made a moment before its node moves in: younger empty ones may be a starting run's.
 LEFTOVER_AGE_SECONDS = 60
+# The CFS period a CPU limit is a quota of (the kernel's default, and a pod's).
+CFS_PERIOD_US = 100_000
 
 
 class Unavailable(RuntimeError):
-    """This machine (or user) cannot give a process a memory cgroup of its own."""
+    """This machine (or user) cannot give a process a cgroup of its own for that controller."""
 
 
-def _controller(root: Path) -> tuple[Path, bool] | None:
-    """Where new memory cgroups go, and whether it is cgroup v2."""
-    if (root / "memory" / "memory.limit_in_bytes").exists():
-        return root / "memory", False
+def _controller(root: Path, controller: str, v1_file: str) -> tuple[Path, bool] | None:
+    """Where new cgroups of the controller go, and whether it is cgroup v2."""
+    if (root / controller / v1_file).exists():
+        return root / controller, False
     enabled = root / "cgroup.subtree_control"
-    if enabled.exists() and "memory" in enabled.read_text().split():
+    if enabled.exists() and controller in enabled.read_text().split():
         return root, True
     return None
 
@@ -48,30 +52,54 @@ def _remove_leftovers(parent: Path, name: str) -> None:
 
 
 @dataclass(frozen=True)
-class MemoryCgroup:
+class Cgroup:
+    CONTROLLER: ClassVar[str]
+    V1_FILE: ClassVar[str]  # a file every cgroup of the controller's v1 hierarchy has
+
     path: Path
     v2: bool
 
     @classmethod
-    def create(cls, name: str = "esbench-es", root: Path = ROOT) -> MemoryCgroup:
+    def create(cls, name: str = "esbench-es", root: Path = ROOT) -> Self:
+        controller = cls.CONTROLLER
         if os.geteuid() != 0:
-            raise Unavailable("a memory limit for a local node needs root (it creates a cgroup)")
-        controller = _controller(root)
-        if controller is None:
-            raise Unavailable(f"no memory cgroup controller under {root}")
-        parent, v2 = controller
+            raise Unavailable(f"a {controller} limit for a local node needs root (it creates a cgroup)")
+        found = _controller(root, controller, cls.V1_FILE)
+        if found is None:
+            raise Unavailable(f"no {controller} cgroup controller under {root}")
+        parent, v2 = found
         _remove_leftovers(parent, name)
         path = parent / f"{name}-{uuid.uuid4().hex[:8]}"
         try:
             path.mkdir()
         except OSError as error:
-            raise Unavailable(f"cannot create the memory cgroup {path}: {error}") from error
+            raise Unavailable(f"cannot create the {controller} cgroup {path}: {error}") from error
         return cls(path, v2)
 
     @property
     def procs(self) -> Path:
         """Write a pid here to move that process (and its future children) into the cgroup."""
         return self.path / "cgroup.procs"
+
+    def remove(self, timeout: float = 10.0) -> None:
+        """Once every process has left it (an exiting JVM takes a moment)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.path.rmdir()
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
+
+@dataclass(frozen=True)
+class MemoryCgroup(Cgroup):
+    CONTROLLER = "memory"
+    V1_FILE = "memory.limit_in_bytes"
 
     def set_limit(self, limit_bytes: int | None) -> None:
         """Bound memory, page cache included (None: no limit). Lowering it reclaims cache at once."""
@@ -105,16 +133,17 @@ class MemoryCgroup:
         except KeyError as missing:
             raise Unavailable(f"{self.path / 'memory.stat'} has no {missing}") from None
 
-    def remove(self, timeout: float = 10.0) -> None:
-        """Once every process has left it (an exiting JVM takes a moment)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                self.path.rmdir()
-                return
-            except FileNotFoundError:
-                return
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
+
+@dataclass(frozen=True)
+class CpuCgroup(Cgroup):
+    CONTROLLER = "cpu"
+    V1_FILE = "cpu.cfs_quota_us"
+
+    def set_limit(self, cpus: float) -> None:
+        """At most `cpus` CPUs' worth of each CFS period, as a pod's CPU limit."""
+        quota = max(1000, round(cpus * CFS_PERIOD_US))  # the kernel's least quota is 1 ms
+        if self.v2:
+            (self.path / "cpu.max").write_text(f"{quota} {CFS_PERIOD_US}")
+        else:
+            (self.path / "cpu.cfs_period_us").write_text(str(CFS_PERIOD_US))
+            (self.path / "cpu.cfs_quota_us").write_text(str(quota))

@@ -1,23 +1,24 @@
-"""The local node's memory cgroup (cli.memorycgroup), on a cgroup tree laid out in a folder as
-the kernel lays out v1 and v2 (the real one is used by tests/runner/test_io_regime.py)."""
+"""The local node's memory and CPU cgroups (localnode.cgroups), on a cgroup tree laid out in a
+folder as the kernel lays out v1 and v2 (the real ones are used by tests/runner/test_io_regime.py
+and tests/runner/test_studies.py)."""
 
 import os
 import time
 
 import pytest
 
-from esbench.localnode import memorycgroup
+from esbench.localnode import cgroups
 
 
 @pytest.fixture
 def as_root(monkeypatch):
-    monkeypatch.setattr(memorycgroup.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(cgroups.os, "geteuid", lambda: 0)
 
 
 def test_v1_limits_are_bytes_or_minus_one_and_what_reclaim_cannot_take_is_usage_less_file_pages(tmp_path, as_root):
     (tmp_path / "memory").mkdir()
     (tmp_path / "memory" / "memory.limit_in_bytes").write_text("9223372036854771712")
-    group = memorycgroup.MemoryCgroup.create(root=tmp_path)
+    group = cgroups.MemoryCgroup.create(root=tmp_path)
     assert group.path.parent == tmp_path / "memory" and not group.v2
     group.set_limit(512 * 2**20)
     assert (group.path / "memory.limit_in_bytes").read_text() == str(512 * 2**20)
@@ -44,14 +45,14 @@ def test_empty_cgroups_left_by_killed_runs_are_removed_and_those_in_use_or_just_
     an_hour_ago = time.time() - 3600
     for group in (left, in_use):
         os.utime(group, (an_hour_ago, an_hour_ago))
-    made = memorycgroup.MemoryCgroup.create(root=tmp_path)
+    made = cgroups.MemoryCgroup.create(root=tmp_path)
     assert sorted(p.name for p in (tmp_path / "memory").iterdir() if p.is_dir()) == sorted(
         ["esbench-es-inuse", "esbench-es-new", made.path.name])
 
 
 def test_v2_limits_are_bytes_or_max(tmp_path, as_root):
     (tmp_path / "cgroup.subtree_control").write_text("cpu io memory pids\n")
-    group = memorycgroup.MemoryCgroup.create(root=tmp_path)
+    group = cgroups.MemoryCgroup.create(root=tmp_path)
     assert group.path.parent == tmp_path and group.v2
     group.set_limit(None)
     assert (group.path / "memory.max").read_text() == "max"
@@ -61,14 +62,30 @@ def test_v2_limits_are_bytes_or_max(tmp_path, as_root):
     (group.path / "memory.stat").write_text("anon 4096\npgmajfault 7\nactive_file 5000\ninactive_file 3000\n")
     assert group.counters() == {"major_page_faults": 7, "page_cache_bytes": 8000}
     (group.path / "memory.stat").write_text("anon 4096\n")
-    with pytest.raises(memorycgroup.Unavailable, match="active_file"):
+    with pytest.raises(cgroups.Unavailable, match="active_file"):
         group.unreclaimable_bytes()
 
 
 def test_without_root_or_a_memory_controller_a_limit_cannot_be_honoured(tmp_path, monkeypatch):
-    with pytest.raises(memorycgroup.Unavailable, match="no memory cgroup controller"):
-        monkeypatch.setattr(memorycgroup.os, "geteuid", lambda: 0)
-        memorycgroup.MemoryCgroup.create(root=tmp_path)
-    monkeypatch.setattr(memorycgroup.os, "geteuid", lambda: 1000)
-    with pytest.raises(memorycgroup.Unavailable, match="needs root"):
-        memorycgroup.MemoryCgroup.create(root=tmp_path)
+    with pytest.raises(cgroups.Unavailable, match="no memory cgroup controller"):
+        monkeypatch.setattr(cgroups.os, "geteuid", lambda: 0)
+        cgroups.MemoryCgroup.create(root=tmp_path)
+    monkeypatch.setattr(cgroups.os, "geteuid", lambda: 1000)
+    with pytest.raises(cgroups.Unavailable, match="needs root"):
+        cgroups.MemoryCgroup.create(root=tmp_path)
+
+
+def test_a_cpu_limit_is_a_quota_of_a_100_ms_period_in_v1_and_v2(tmp_path, as_root):
+    (tmp_path / "cpu").mkdir()
+    (tmp_path / "cpu" / "cpu.cfs_quota_us").write_text("-1")
+    group = cgroups.CpuCgroup.create(root=tmp_path)
+    assert group.path.parent == tmp_path / "cpu" and not group.v2
+    group.set_limit(0.25)
+    assert [(group.path / f"cpu.cfs_{name}_us").read_text() for name in ("period", "quota")] == ["100000", "25000"]
+    (tmp_path / "v2").mkdir()
+    (tmp_path / "v2" / "cgroup.subtree_control").write_text("cpu memory\n")
+    group = cgroups.CpuCgroup.create(root=tmp_path / "v2")
+    group.set_limit(1.5)
+    assert (group.path / "cpu.max").read_text() == "150000 100000"
+    with pytest.raises(cgroups.Unavailable, match="no cpu cgroup controller"):
+        cgroups.CpuCgroup.create(root=tmp_path / "memory-only")
