@@ -316,7 +316,7 @@ def test_a_capacity_search_runs_in_the_rally_pod_after_the_race_and_its_probes_r
     body = quickstart(cluster)
     body["metadata"]["name"] = "capacity"
     body["spec"]["workload"] = {
-        "track": "range-queries", "includeTasks": ["index-append", "range-1950s"], "trackParams": {"doc_count": 1000},
+        "track": "range-queries", "excludeTasks": ["terms-1950s", "range-1900-1989", "terms-1900-1989"], "trackParams": {"doc_count": 1000},
         "load": {"clients": 2, "timePeriodSeconds": 2, "warmupTimePeriodSeconds": 0},
         "capacity": {"task": "range-1950s", "objective": {"metric": "service_time.p50", "maxMilliseconds": 5000},
                      "minTargetThroughput": 4, "maxTargetThroughput": 8, "maxProbes": 2, "warmupProbes": 1,
