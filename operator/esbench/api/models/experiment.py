@@ -416,7 +416,12 @@ class Workload(Model):
         None, max_length=64,
         description="Rally track parameters (any JSON). The operator rejects number_of_shards, number_of_replicas "
                     "and index_settings here when spec.index sets them.")
-    include_tasks: list[TaskName] | None = Field(None, max_length=64, description="Rally's --include-tasks.")
+    include_tasks: list[TaskName] | None = Field(
+        None, max_length=64,
+        description="Rally's --include-tasks. Where the race builds its index, name the track's create-index too (in "
+                    "the bundled tracks, `create-index`): without it the first bulk request makes the index with "
+                    "Elasticsearch's defaults (dynamic mappings, one replica) and spec.index does not apply. "
+                    "excludeTasks, leaving out what is not wanted, keeps it.")
     exclude_tasks: list[TaskName] | None = Field(None, max_length=64, description="Rally's --exclude-tasks.")
     test_mode: bool = Field(False, description="Rally's --test-mode: a smoke run, never for numbers.")
     on_error: OnError = Field(
