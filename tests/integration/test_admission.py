@@ -105,6 +105,8 @@ INVALID = [
      "workload.repository is required when workload.source is Git, and only then"),
     ("include and exclude tasks", both("workload.includeTasks", ["a"], "workload.excludeTasks", ["b"]),
      "set either workload.includeTasks or workload.excludeTasks"),
+    ("index-append without create-index", with_spec("workload", {"track": "smoke", "includeTasks": ["index-append"]}),
+     "workload.includeTasks runs index-append without create-index"),
     ("unknown on-error", with_spec("workload.onError", "ignore"), "Unsupported value: \"ignore\""),
     ("unknown profile event", with_spec("profile", {"event": "itimer"}), "Unsupported value: \"itimer\""),
     ("interval of an alloc profile", with_spec("profile", {"event": "alloc", "intervalMillis": 5}),

@@ -54,6 +54,7 @@ def test_a_valid_spec_is_not_rejected():
     ({"repository": {"url": "https://example.com/t.git"}}, "workload.repository is required when workload.source is Git, and only then"),
     ({"includeTasks": ["a"], "excludeTasks": ["b"]}, "set either workload.includeTasks or workload.excludeTasks, not both"),
     ({"maxErrorRate": 0.1}, "workload.maxErrorRate needs workload.onError continue"),
+    ({"includeTasks": ["index-append", "match-all"]}, "workload.includeTasks runs index-append without create-index"),
 ])
 def test_a_spec_handed_to_the_runner_meets_the_crds_rules(workload, fragment):
     # The typed model lets these through; the CRD (as the API server applies it) does not.

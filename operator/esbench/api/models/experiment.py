@@ -385,6 +385,11 @@ class Workload(Model):
          "workload.repository is required when workload.source is Git, and only then"),
         ("!(has(self.includeTasks) && has(self.excludeTasks))",
          "set either workload.includeTasks or workload.excludeTasks, not both"),
+        ("!has(self.includeTasks) || self.source != 'Bundled' || !('index-append' in self.includeTasks) || "
+         "'create-index' in self.includeTasks",
+         "workload.includeTasks runs index-append without create-index: the first bulk request would make the index "
+         "with Elasticsearch's defaults (dynamic mappings, one replica) and spec.index would not apply; add "
+         "create-index (and delete-index), or leave out what is not wanted with excludeTasks"),
         (f"!has(self.load) || (self.source == 'Bundled' && self.track in {cel_list(LOAD_TRACKS)})",
          f"workload.load drives the search tasks of the bundled tracks {_and(LOAD_TRACKS)}; for other tracks set "
          "the track's own parameters in workload.trackParams"),
@@ -418,10 +423,9 @@ class Workload(Model):
                     "and index_settings here when spec.index sets them.")
     include_tasks: list[TaskName] | None = Field(
         None, max_length=64,
-        description="Rally's --include-tasks. Where the race builds its index, name the track's create-index too (in "
-                    "the bundled tracks, `create-index`): without it the first bulk request makes the index with "
-                    "Elasticsearch's defaults (dynamic mappings, one replica) and spec.index does not apply. "
-                    "excludeTasks, leaving out what is not wanted, keeps it.")
+        description="Rally's --include-tasks. Where the race builds its index, name the track's create-index too: "
+                    "without it the first bulk request makes the index with Elasticsearch's defaults and spec.index "
+                    "does not apply (admission refuses a bundled track's index-append without create-index).")
     exclude_tasks: list[TaskName] | None = Field(None, max_length=64, description="Rally's --exclude-tasks.")
     test_mode: bool = Field(False, description="Rally's --test-mode: a smoke run, never for numbers.")
     on_error: OnError = Field(
