@@ -209,6 +209,26 @@ def test_an_objective_no_rate_holds_is_below_the_range_after_one_probe_and_its_c
     assert [(p.target_throughput, p.verdict) for p in found.probes] == [(5, "Failed"), (5, "Failed")]
 
 
+def test_a_probe_whose_requests_fell_behind_their_schedule_does_not_hold_whatever_its_latency(clusters, race):
+    """One client asked for 2,000 ops/s sends what its answers allow, a few hundred: each request
+    starts later behind its schedule than the last, by seconds at the probe's end, yet under the
+    objective's 5 s. The probe fails on its lag's growth, and its clients are said to be the limit."""
+    cluster = clusters.get(LATEST)
+    capacity = {"task": "range-1950s", "objective": {"metric": "latency.p90", "maxMilliseconds": 5000},
+                "minTargetThroughput": 2000, "maxTargetThroughput": 4000, "maxProbes": 2, "confirmations": 0,
+                "probeSeconds": 4, "warmupSeconds": 1, "warmupProbes": 0}
+    run = race(spec("range-queries", index={}, test_mode=False, trackParams={"doc_count": 1000},
+                    excludeTasks=["terms-1950s", "range-1900-1989", "terms-1900-1989"],
+                    load={"clients": 1, "timePeriodSeconds": 1, "warmupTimePeriodSeconds": 0}, capacity=capacity),
+               cluster.url)
+    assert run.exit_code == 0, run.output
+    found = run.report.results.capacity
+    [behind] = found.probes
+    assert behind.lag_growth_percent > 50 and behind.latency.p90 < 5000, behind
+    assert behind.verdict == "DriverLimited" and "1 client(s)" in behind.driver, behind
+    assert (found.stop, found.capacity) == ("DriverLimited", None), found.message
+
+
 def test_a_bulk_size_in_bytes_becomes_documents_of_the_generated_corpus_and_the_mapping_variants_reach_the_index(
         clusters, race):
     """Also the index-size variants of study 004 (one race for both: the suite's time)."""

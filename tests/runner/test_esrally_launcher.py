@@ -54,11 +54,15 @@ import importlib.util, json
 spec = importlib.util.spec_from_file_location("launcher", {str(LAUNCHER)!r})
 launcher = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(launcher)
-def doc(name, sample_type, ms, value, task="search"):
-    return {{"name": name, "sample-type": sample_type, "relative-time": ms, "value": value, "unit": "ms", "task": task}}
-docs = [doc("service_time", "warmup", 100, 9.0), doc("service_time", "normal", 1500, 2.0),
-        doc("latency", "normal", 1500, 2.5), doc("processing_time", "normal", 1500, 2.1),
-        doc("throughput", "normal", 2000, 40.0), {{"name": "node_total_young_gen_gc_time", "value": 1}}]
+def doc(name, sample_type, ms, value, task="search", client=0):
+    return {{"name": name, "sample-type": sample_type, "relative-time": ms, "value": value, "unit": "ms", "task": task,
+             "meta": {{"client_id": client}}}}
+docs = [doc("service_time", "warmup", 100, 9.0), doc("latency", "warmup", 100, 19.0),
+        doc("service_time", "normal", 1500, 2.0), doc("latency", "normal", 1500, 2.5),
+        doc("processing_time", "normal", 1500, 2.1), doc("throughput", "normal", 2000, 40.0),
+        doc("latency", "normal", 1500, 9.0, client=1), doc("service_time", "normal", 1500, 3.0, client=1),
+        doc("latency", "normal", 1200, 4.0, client=2), doc("service_time", "normal", 1200, 4.0, client=2),
+        {{"name": "node_total_young_gen_gc_time", "value": 1}}]
 print(json.dumps(launcher.request_samples(docs), sort_keys=True))
 """
 
@@ -68,6 +72,8 @@ def test_the_launcher_keeps_each_tasks_measured_requests_of_rallys_metrics_store
     done = subprocess.run([str(python), "-c", SAMPLES], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     kept = json.loads(done.stdout)["search"]
-    assert kept["service_time"] == {"unit": "ms", "seconds": [1.5], "values": [2.0]}  # the warm-up's left out
-    assert kept["latency"]["values"] == [2.5] and kept["throughput"]["seconds"] == [2.0]
+    assert kept["service_time"] == {"unit": "ms", "seconds": [1.5, 1.5, 1.2], "values": [2.0, 3.0, 4.0]}  # no warm-up
+    assert kept["latency"]["values"] == [2.5, 9.0, 4.0] and kept["throughput"]["seconds"] == [2.0]
     assert "processing_time" not in kept
+    # Each request's lag behind its schedule, told apart by its client, in time order.
+    assert kept["schedule_lag"] == {"unit": "ms", "seconds": [1.2, 1.5, 1.5], "values": [0.0, 0.5, 6.0]}

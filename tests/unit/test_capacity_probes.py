@@ -9,7 +9,7 @@ import io
 
 import pytest
 
-from esbench.analysis import capacitysearch
+from esbench.analysis import capacitysearch, steadystate
 from esbench.api import models, validation
 from esbench.runner import capacityprobes, nodestats, race
 
@@ -23,6 +23,12 @@ def task(service_p50: float = 10.0, achieved: float = 50.0, errors: float = 0.0)
         task="terms-1950s", throughput=models.Throughput(median=achieved, unit="ops/s"),
         latency=models.Percentiles(p50=service_p50 * 2, p90=40.0, p99=90.0, p100=120.0, unit="ms"),
         service_time=models.Percentiles(p50=service_p50, p90=30.0, p99=60.0, unit="ms"), error_rate=errors)
+
+
+def lag(growth: float, seconds: int = 15) -> steadystate.Series:
+    """A probe's requests, ten a second, each `growth` s later behind its schedule than the last second's."""
+    starts = [t / 10 for t in range(10 * seconds)]
+    return steadystate.Series(seconds=starts, values=[1000 * growth * t for t in starts], unit="ms")
 
 
 def test_a_probe_races_the_task_alone_at_its_rate_for_its_time():
@@ -74,9 +80,9 @@ def test_only_a_failed_probe_asks_whether_the_driver_set_its_rate():
     periods while it held 4 ops/s); a failure with the driver at its limit is the driver's."""
     objective = capacityprobes.objective(CAPACITY)  # latency.p99 <= 200 ms
     throttled = driver(throttled=0.4)
-    held = capacityprobes.measured(4, task(achieved=4.0))
+    held = capacityprobes.measured(4, task(achieved=4.0), lag(0.0))
     assert capacityprobes.judged(objective, held, task(achieved=4.0), throttled, 2, []) == (held, None)
-    behind = capacityprobes.measured(400, task(achieved=300.0))
+    behind = capacityprobes.measured(400, task(achieved=300.0), lag(0.25))
     probe, why = capacityprobes.judged(objective, behind, task(achieved=300.0), throttled, 32, [])
     assert probe.driver_limited and "held it back for 40% of the probe" in why
     assert capacitysearch.judge(objective, probe) is capacitysearch.Verdict.DRIVER_LIMITED
@@ -93,17 +99,31 @@ def test_the_fastest_service_time_is_of_the_probes_that_held():
 
 
 def test_a_probes_figures_are_the_tasks_and_its_verdict_follows_the_objective():
-    measured = capacityprobes.measured(50, task(errors=0.01))
+    measured = capacityprobes.measured(50, task(errors=0.01), lag(0.0))
     assert measured.percentiles["latency.p99"] == 90.0 and measured.percentiles["service_time.p50"] == 10.0
     assert "service_time.p100" not in measured.percentiles  # not reported: not made up
     assert (measured.achieved, measured.error_rate, measured.driver_limited) == (50.0, 0.01, False)
     objective = capacityprobes.objective(CAPACITY)
     assert capacitysearch.judge(objective, measured) is capacitysearch.Verdict.FAILED  # errors above 0
-    assert capacitysearch.judge(objective, capacityprobes.measured(50, task())) is capacitysearch.Verdict.PASSED
+    assert capacitysearch.judge(objective, capacityprobes.measured(50, task(), lag(0.0))) is capacitysearch.Verdict.PASSED
+    # Held is the lag's growth, not Rally's throughput: 47 ops/s read at 50 held, 50 read with 6 % more lag a second not.
+    assert capacitysearch.judge(objective, capacityprobes.measured(50, task(achieved=47.0), lag(0.0))) is (
+        capacitysearch.Verdict.PASSED)
+    late = capacityprobes.measured(50, task(), lag(0.06))
+    assert late.lag_growth == pytest.approx(0.06) and capacitysearch.judge(objective, late) is (
+        capacitysearch.Verdict.FAILED)
+    record = capacityprobes.probe_record(late, task(), capacitysearch.Verdict.FAILED, None, 20.0)
+    assert record.lag_growth_percent == 6.0 and record.throughput == 50.0
+    # A warm-up is not judged; a probe at a rate whose lag was not kept cannot be.
+    assert capacityprobes.measured(None, task(), None).lag_growth == 0.0
+    with pytest.raises(capacitysearch.ProbeFailed, match="too few requests kept from the probe at 50 ops/s"):
+        capacityprobes.measured(50, task(), None)
+    with pytest.raises(capacitysearch.ProbeFailed):
+        capacityprobes.measured(50, task(), lag(0.0, seconds=0))
 
 
 def test_the_answer_says_what_held_what_failed_and_why_the_search_stopped():
-    probes = (capacitysearch.Probe(100, 100, {"latency.p99": 50}, 0, False),)
+    probes = (capacitysearch.Probe(100, 100, {"latency.p99": 50}, 0, False, 0.0),)
     found = capacitysearch.Capacity(capacity=100.0, upper=110.0, confirmations=1, stop=capacitysearch.Stop.CONVERGED,
                                     probes=probes)
     answer = capacityprobes.result(CAPACITY, found, [], [], 300.0, None)

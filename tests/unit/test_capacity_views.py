@@ -13,11 +13,12 @@ DRIVER = "4 client(s) at a median service time of 3.4 ms send at most 1,176.5 op
 
 
 def probe(rate: float, p99: float, verdict: str | None, achieved: float | None = None, driver: str | None = None,
-          ) -> models.CapacityProbe:
+          behind: float | None = 0.4) -> models.CapacityProbe:
     """A probe whose percentiles are fractions of its latency p99, each told apart by its digits."""
     latency = models.Percentiles(p50=p99 / 4, p90=p99 / 2, p99=p99, p100=p99 * 3, unit="ms")
     service = models.Percentiles(p50=p99 / 8, p90=p99 / 5, p99=p99 / 1.25, p100=p99 * 2, unit="ms")
-    return models.CapacityProbe(target_throughput=rate, throughput=achieved or rate, latency=latency,
+    return models.CapacityProbe(target_throughput=rate, throughput=achieved or rate, lag_growth_percent=behind,
+                                latency=latency,
                                 service_time=service, error_rate=0.0, node_cpu_percent=min(rate / 10, 99.0),
                                 verdict=verdict, driver=driver, seconds=40.0)
 
@@ -25,7 +26,7 @@ def probe(rate: float, p99: float, verdict: str | None, achieved: float | None =
 def result(metric: str = "latency.p99", **changes) -> models.CapacityResult:
     """Grown to 800 (failed), bisected, both ends confirmed; then a probe the driver limited."""
     probes = [probe(100, 12.0, "Passed"), probe(200, 16.0, "Passed"), probe(400, 32.0, "Passed"),
-              probe(800, 2960.0, "Failed", achieved=611), probe(565.7, 120.0, "Passed"),
+              probe(800, 2960.0, "Failed", achieved=611, behind=23.6), probe(565.7, 120.0, "Passed"),
               probe(672.7, 264.0, "Failed"), probe(616.8, 180.0, "Passed"), probe(644.1, 232.0, "Failed"),
               probe(616.8, 176.0, "Passed"), probe(644.1, 212.0, "Failed"),
               probe(1280, 40.0, "DriverLimited", achieved=1100, driver=DRIVER)]
@@ -49,12 +50,12 @@ def test_show_prints_each_probe_in_the_order_made_then_the_answer_within_100_col
     lines = text[text.index("Capacity of range-1950s under latency.p99 <= 200 ms"):].splitlines()
     assert "…" not in "\n".join(lines), "nothing cut short"
     assert lines[1].split() == ["lat", "lat", "lat", "svc", "svc", "svc"]
-    assert lines[2].split() == ["offered", "achieved", "p99*", "p50", "p90", "p50", "p90", "p99", "errors", "CPU",
+    assert lines[2].split() == ["offered", "achieved", "behind", "p99*", "p50", "p90", "p50", "p90", "p99", "errors", "CPU",
                                 "verdict"], "the objective's percentile first, marked"
     rows = [line.split() for line in lines[4:15]]
     assert [row[0] for row in rows] == ["100", "200", "400", "800", "565.7", "672.7", "616.8", "644.1", "616.8",
                                         "644.1", "1,280"]
-    assert rows[3] == ["800", "611", "2,960", "740", "1,480", "370", "592", "2,368", "0.00%", "80.0%", "Failed"]
+    assert rows[3] == ["800", "611", "23.6%", "2,960", "740", "1,480", "370", "592", "2,368", "0.00%", "80.0%", "Failed"]
     assert rows[-1][-1] == "DriverLimited"
     caption = " ".join(" ".join(line.split()) for line in lines[15:])
     assert "capacity 616.8 ops/s, bracket [616.8, 644.1]; stop Converged; confirmations 1" in caption
@@ -64,12 +65,13 @@ def test_show_prints_each_probe_in_the_order_made_then_the_answer_within_100_col
 
 
 def test_show_prints_the_warm_up_first_unjudged_and_says_whether_the_node_became_steady():
-    flat_out = [probe(100, 40.0, None, achieved=250), probe(100, 14.0, None, achieved=700)]
+    flat_out = [probe(100, 40.0, None, achieved=250, behind=None), probe(100, 14.0, None, achieved=700, behind=None)]
     text = shown(result(warmup=[p.model_copy(update={"target_throughput": None}) for p in flat_out], steady=False))
     lines = text[text.index("Capacity of range-1950s"):].splitlines()
     rows = [line.split() for line in lines[4:17]]
-    assert [row[:3] + row[-1:] for row in rows[:3]] == [["–", "250", "40.0", "warm-up"], ["–", "700", "14.0", "warm-up"],
-                                                       ["100", "100", "12.0", "Passed"]]
+    assert [row[:4] + row[-1:] for row in rows[:3]] == [["–", "250", "–", "40.0", "warm-up"],
+                                                       ["–", "700", "–", "14.0", "warm-up"],
+                                                       ["100", "100", "0.4%", "12.0", "Passed"]]
     caption = " ".join(" ".join(line.split()) for line in lines[17:])
     assert "confirmations 1; warm-up 2 probes, still getting faster" in caption
     assert "warm-up none" in " ".join(shown(result()).split())
@@ -83,8 +85,8 @@ def test_show_fits_100_columns_with_a_p100_objective_and_says_when_no_rate_held(
     assert "…" not in held and max(len(line.rstrip()) for line in text.splitlines()) <= 100
     kinds, header = held.splitlines()[1:3]
     assert kinds.split() == ["svc", "lat", "lat", "lat", "svc", "svc", "svc"]
-    assert header.split()[2:9] == ["p100*", "p50", "p90", "p99", "p50", "p90", "p99"]
-    assert held.splitlines()[4].split()[2:6] == ["120k", "15k", "30k", "60k"], "ms in thousands from 10 s on"
+    assert header.split()[3:10] == ["p100*", "p50", "p90", "p99", "p50", "p90", "p99"]
+    assert held.splitlines()[4].split()[3:7] == ["120k", "15k", "30k", "60k"], "ms in thousands from 10 s on"
     assert "capacity – ops/s, bracket [–, 100]; stop BelowRange" in held
 
 

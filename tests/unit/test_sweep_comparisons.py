@@ -1,4 +1,5 @@
-"""The sweep reconciler's cache of comparisons lives no longer than its sweep."""
+"""The sweep reconciler against a Kubernetes API of its own: its cache of comparisons lives no longer than
+its sweep, and a shared cluster it deletes to make anew is said so only when it did."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 from esbench.api import models
 from esbench.controller import handlers
 from esbench.controller.sweeps import SweepReconciler
+from esbench.planning import manifests
 
 TEMPLATE = {"elasticsearch": {"version": "8.15.3"}, "workload": {"track": "smoke"}}
 
@@ -49,3 +51,34 @@ def test_a_sweep_deleted_mid_run_leaves_no_cached_comparison(monkeypatch):
     monkeypatch.setattr(handlers, "_sweep_reconciler", reconciler)
     handlers.sweep_event(type="DELETED", body=body, namespace="perf", name="codec")
     assert reconciler._comparisons == {}
+
+
+class OneCluster(OneSweep):
+    """The sweep's shared cluster, made before a disruption; `deletes` says whether a delete finds it."""
+
+    def __init__(self, body: dict[str, Any], deletes: bool):
+        super().__init__(body)
+        self.deletes = deletes
+        self.events: list[tuple[Any, ...]] = []
+        self.cluster = {"metadata": {"name": "codec-es", "uid": "es-uid", "creationTimestamp": "2026-12-03T10:00:00Z",
+                                     "ownerReferences": [{"uid": "sweep-uid"}]}}
+
+    def get_elasticsearch(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.cluster
+
+    def delete_elasticsearch(self, namespace: str, name: str, uid: str) -> bool:
+        return self.deletes
+
+    def emit(self, *event: Any) -> None:
+        self.events.append(event)
+
+
+def test_a_stale_shared_cluster_is_said_renewed_only_when_this_look_deleted_it():
+    body = {"apiVersion": models.API_VERSION, "kind": models.SWEEP_KIND,
+            "metadata": {"name": "codec", "namespace": "perf", "uid": "sweep-uid"},
+            "spec": {"template": TEMPLATE, "matrix": [{"field": "index.codec", "values": ["default"]}]}}
+    for deletes, said in ((True, ["ClusterRenewed"]), (False, [])):
+        kube = OneCluster(body, deletes)
+        reconciler = SweepReconciler(kube, kube.emit)  # type: ignore[arg-type]
+        assert not reconciler._renewed(body, manifests.Sweep.from_body(body), "codec-es", "2026-12-03T11:00:00Z")
+        assert [event[2] for event in kube.events] == said

@@ -239,13 +239,14 @@ def capacity_table(capacity: models.CapacityResult) -> Table:
     notes = [f"capacity {_rate(capacity.capacity)} ops/s, bracket [{_rate(capacity.capacity)}, {_rate(capacity.upper)}]; "
              f"stop {capacity.stop}; confirmations {capacity.confirmations}; warm-up {_warmup(capacity)}",
              f"search {elapsed(capacity.seconds)}{per_probe}: {capacity.message}",
-             "ops/s: offered (–: a warm-up, as fast as the clients can), achieved (Rally's median); ms (k: thousands): "
-             "latency, service time (* the objective); CPU: the nodes' mean",
+             "ops/s: offered (–: a warm-up, as fast as the clients can), achieved (Rally's median); behind: lag "
+             "gained a second (held: 5 % or less); ms (k: thousands): latency, service time (* the objective); CPU: "
+             "the nodes' mean",
              *(f"driver-limited at {_rate(p.target_throughput)} ops/s: {p.driver}" for p in probes if p.driver)]
     table = Table(title=escape(f"Capacity of {capacity.task} under {capacity.objective}"), title_justify="left",
                   caption=escape("\n".join(notes)), caption_justify="left", box=box.SIMPLE_HEAD,
                   show_edge=False, pad_edge=False, padding=(0, 1, 0, 0))
-    headers = ["\noffered", "\nachieved", *(_short_metric(m) + ("*" if m == capacity.metric else "") for m in metrics),
+    headers = ["\noffered", "\nachieved", "\nbehind", *(_short_metric(m) + ("*" if m == capacity.metric else "") for m in metrics),
                "\nerrors", "\nCPU", "\nverdict"]  # two lines: lat over p99 is narrower than "lat p99"
     for header in headers:
         table.add_column(header, justify="left" if header.endswith("verdict") else "right", no_wrap=True)
@@ -254,7 +255,7 @@ def capacity_table(capacity: models.CapacityResult) -> Table:
                                                                                 ("service_time", p.service_time))
                    if timing for name in ("p50", "p90", "p99", "p100")}
         verdict = p.verdict or WARMUP_VERDICT
-        table.add_row(_rate(p.target_throughput), _rate(p.throughput), *(_ms(figures.get(m)) for m in metrics),
+        table.add_row(_rate(p.target_throughput), _rate(p.throughput), format_value(p.lag_growth_percent, "%"), *(_ms(figures.get(m)) for m in metrics),
                       format_value(p.error_rate, "fraction"), format_value(p.node_cpu_percent, "%"),
                       f"[{PROBE_VERDICT_COLOURS.get(verdict, 'default')}]{verdict}[/]")
     return table

@@ -158,8 +158,8 @@ class SweepReconciler:
         es = self.kube.get_elasticsearch(sweep.namespace, cluster)
         if es is None or status.parse(es["metadata"]["creationTimestamp"]) > status.parse(stale_before):
             return True
-        if not es["metadata"].get("deletionTimestamp") and _owned_by(es, sweep):
-            delete_cluster(self.kube, self.emit, body, cluster, es["metadata"]["uid"])
+        if (not es["metadata"].get("deletionTimestamp") and _owned_by(es, sweep)
+                and delete_cluster(self.kube, self.emit, body, cluster, es["metadata"]["uid"])):
             self.emit(body, "Normal", Reason.CLUSTER_RENEWED, f"{cluster}: a disruption at {stale_before} took its "
                       "data (emptyDir): deleted, to be made anew before the next run")
         return False

@@ -292,7 +292,7 @@ def start(
     memory = _memory_cgroup(memory_limit, as_root)
     cpu = _cpu_cgroup(cpu_limit)
     joined = [cgroup.procs for cgroup in (memory, cpu) if cgroup]
-    if joined:  # before exec, so that every page the node touches is charged to it
+    if joined:  # before exec, so that every page the node touches and all its CPU time are charged to them
         script = " && ".join(f"echo $$ > {shlex.quote(str(procs))}" for procs in joined)
         command = ["sh", "-c", f'{script} && exec "$@"', "sh", *command]
     log_file = base / "stdout.log"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from esbench.analysis import capacitysearch
+from esbench.analysis import capacitysearch, steadystate
 from esbench.api import models
 from esbench.runner import nodestats
 
@@ -93,14 +93,20 @@ def fastest_service(records: list[models.CapacityProbe]) -> float | None:
                 and p.service_time.p50), default=None)
 
 
-def measured(rate: float | None, task: models.TaskResult) -> capacitysearch.Probe:
-    """The task's figures as the search reads them; `judged` marks a probe the driver limited."""
+def measured(rate: float | None, task: models.TaskResult, lag: steadystate.Series | None) -> capacitysearch.Probe:
+    """The task's figures as the search reads them, with how fast its requests fell behind their
+    schedule (`lag`: each one's, in ms; None: none kept); `judged` marks a probe the driver limited.
+    Raises ProbeFailed for a probe at a rate whose lag cannot be told: it would pass unjudged."""
     percentiles = {f"{kind}.{name}": value for kind, figures in (("latency", task.latency),
                                                                    ("service_time", task.service_time))
                    if figures for name, value in figures.model_dump(exclude={"unit"}).items() if value is not None}
     achieved = task.throughput.median if task.throughput and task.throughput.median is not None else 0.0
+    growth = capacitysearch.lag_growth(lag.seconds, lag.values) if lag else None
+    if rate is not None and growth is None:
+        raise capacitysearch.ProbeFailed(f"too few requests kept from the probe at {rate:.4g} ops/s to tell whether "
+                                         "it held the rate")
     return capacitysearch.Probe(offered=rate, achieved=achieved, percentiles=percentiles,
-                                error_rate=task.error_rate or 0.0, driver_limited=False)
+                                error_rate=task.error_rate or 0.0, driver_limited=False, lag_growth=growth or 0.0)
 
 
 def probe_record(probe: capacitysearch.Probe, task: models.TaskResult, verdict: capacitysearch.Verdict | None,
@@ -108,7 +114,8 @@ def probe_record(probe: capacitysearch.Probe, task: models.TaskResult, verdict: 
     """A probe's figures, with its verdict; a warm-up has neither a verdict nor a target throughput."""
     resources = task.resources
     return models.CapacityProbe(
-        target_throughput=probe.offered, throughput=probe.achieved, latency=task.latency,
+        target_throughput=probe.offered, throughput=probe.achieved,
+        lag_growth_percent=round(100 * probe.lag_growth, 2) if probe.offered is not None else None, latency=task.latency,
         service_time=task.service_time, error_rate=task.error_rate,
         node_cpu_percent=resources.process_cpu_percent if resources else None,
         verdict=verdict.value if verdict else None,

@@ -103,12 +103,15 @@ TCPTransport.TCPTransport._transmitIntents = property(_transmits, _set_transmits
 
 SAMPLES_FILE = "ESBENCH_SAMPLES_FILE"  # runner/requestsamples.py's ENVIRONMENT
 SAMPLED = ("service_time", "latency", "throughput")
+LAG = "schedule_lag"  # ms a request started after its scheduled time: its latency less its service time
 
 
 def request_samples(docs):
-    """Per task and figure, its measured samples as {unit, seconds, values}; Rally's warm-up samples
-    are left out, as from its own figures."""
+    """Per task and figure, its measured samples as {unit, seconds, values}, and each request's
+    schedule lag (Rally keeps a request's latency and service time apart, told by its client and
+    time); Rally's warm-up samples are left out, as from its own figures."""
     tasks = {}
+    timings = {}  # (task, client, relative time) -> {figure: ms}
     for doc in docs:
         if doc.get("name") not in SAMPLED or doc.get("sample-type") != "normal" or "task" not in doc:
             continue
@@ -116,6 +119,14 @@ def request_samples(docs):
             doc["name"], {"unit": doc.get("unit"), "seconds": [], "values": []})
         series["seconds"].append(doc["relative-time"] / 1000)  # Rally stores milliseconds
         series["values"].append(doc["value"])
+        if doc["name"] != "throughput":
+            request = (doc["task"], (doc.get("meta") or {}).get("client_id"), doc["relative-time"])
+            timings.setdefault(request, {})[doc["name"]] = doc["value"]
+    for (task, _, relative_time), timing in sorted(timings.items(), key=lambda item: item[0][2]):
+        if len(timing) == 2:
+            lag = tasks[task].setdefault(LAG, {"unit": "ms", "seconds": [], "values": []})
+            lag["seconds"].append(relative_time / 1000)
+            lag["values"].append(timing["latency"] - timing["service_time"])
     return tasks
 
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from esbench.analysis import capacitysearch, profiles
+from esbench.analysis import capacitysearch, profiles, steadystate
 from esbench.api import models, validation
 from esbench.api.race_report import Failure, RaceReport, encode_report
 from esbench.api.reasons import Reason
@@ -629,12 +629,16 @@ def search_capacity(race: Race, params: dict[str, Any], track_path: Path | None,
             print(f"esbench: capacity probe {len(records) + 1}: {capacity.task} at {rate:.4g} ops/s", file=race.out,
                   flush=True)
         try:
-            task, driver = race_probe(race, spec, capacityprobes.probe_params(params, capacity, rate), track_path,
-                                      processors)
+            task, driver, lag = race_probe(race, spec, capacityprobes.probe_params(params, capacity, rate),
+                                           track_path, processors)
         except CannotRace as cannot:
             problem = cannot.message
             raise capacitysearch.ProbeFailed from cannot
-        probe = capacityprobes.measured(rate, task)
+        try:
+            probe = capacityprobes.measured(rate, task, lag)
+        except capacitysearch.ProbeFailed as unmeasured:
+            problem = str(unmeasured)
+            raise
         if rate is None:
             warmup.append(capacityprobes.probe_record(probe, task, None, None, time.monotonic() - began))
             print(f"esbench: capacity warm-up: {probe.achieved:.4g} ops/s", file=race.out, flush=True)
@@ -658,9 +662,10 @@ def search_capacity(race: Race, params: dict[str, Any], track_path: Path | None,
 
 
 def race_probe(race: Race, spec: models.ExperimentSpec, params: dict[str, Any], track_path: Path | None,
-               processors: dict[str, int]) -> tuple[models.TaskResult, nodestats.DriverWindow | None]:
-    """One capacity probe's race (spec: the task alone; params: its rate): the task's figures, and
-    what the load driver spent while it sent."""
+               processors: dict[str, int],
+               ) -> tuple[models.TaskResult, nodestats.DriverWindow | None, steadystate.Series | None]:
+    """One capacity probe's race (spec: the task alone; params: its rate): the task's figures, what
+    the load driver spent while it sent, and its requests' lag behind their schedule (None: not kept)."""
     probe_race = race.probe(spec)
     task_name = spec.workload.include_tasks[0]  # the task alone (capacityprobes.probe_spec)
     inputs = write_esrally_inputs(probe_race, params, track_path)
@@ -675,7 +680,8 @@ def race_probe(race: Race, spec: models.ExperimentSpec, params: dict[str, Any], 
     windows = read_task_windows(probe_race, since=log_start)
     attribute_to_tasks(summary, windows, run.samples, processors)
     # While it sent, not while esrally started (a pod's CPU limit throttles that most).
-    return task, nodestats.load_driver_in(run.samples, windows[task_name]) if task_name in windows else None
+    driver = nodestats.load_driver_in(run.samples, windows[task_name]) if task_name in windows else None
+    return task, driver, requestsamples.lag(inputs.samples_file, task_name)
 
 
 def attribute_to_tasks(

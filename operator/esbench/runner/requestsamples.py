@@ -14,6 +14,9 @@ from esbench.api import models
 
 FILE = "samples.json.gz"
 ENVIRONMENT = "ESBENCH_SAMPLES_FILE"  # where esrally_launcher.py writes them
+# What reading a samples file cut short or not the launcher's raises.
+UNREADABLE = (OSError, EOFError, zlib.error, ValueError, KeyError, TypeError)
+LAG = "schedule_lag"  # esrally_launcher.py's LAG: each request's latency less its service time (ms)
 
 
 def series(found: dict[str, Any]) -> steadystate.Series:
@@ -23,10 +26,18 @@ def series(found: dict[str, Any]) -> steadystate.Series:
 
 
 def read(path: Path) -> dict[str, dict[str, steadystate.Series]]:
-    """Per task, its figures' samples (service_time, latency, throughput) by name."""
+    """Per task, its figures' samples (service_time, latency, throughput, schedule_lag) by name."""
     with gzip.open(path, "rt") as file:
         tasks = json.load(file)["tasks"]
     return {task: {name: series(found) for name, found in figures.items()} for task, figures in tasks.items()}
+
+
+def lag(path: Path, task: str) -> steadystate.Series | None:
+    """The task's requests' lag behind their schedule; None when none was kept."""
+    try:
+        return read(path).get(task, {}).get(LAG)
+    except UNREADABLE:
+        return None
 
 
 def attach_steady_states(summary: models.Results, path: Path) -> str | None:
@@ -36,7 +47,7 @@ def attach_steady_states(summary: models.Results, path: Path) -> str | None:
         tasks = read(path)
     except FileNotFoundError:
         tasks, problem = {}, f"no request samples from esrally ({path.name} missing)"
-    except (OSError, EOFError, zlib.error, ValueError, KeyError, TypeError) as e:
+    except UNREADABLE as e:
         tasks, problem = {}, f"the request samples in {path.name} cannot be read ({type(e).__name__}: {e})"
     else:
         problem = "no measured requests among the samples"
