@@ -17,7 +17,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
-from esbench.analysis import compare, foreignwrites, profiles, stats, steadystate
+from esbench.analysis import capacitysearch, compare, foreignwrites, profiles, stats, steadystate
 from esbench.analysis.compare import Comparison, Section, format_value, unit_label
 from esbench.api import models
 from esbench.api.reasons import ConditionType
@@ -240,8 +240,8 @@ def capacity_table(capacity: models.CapacityResult) -> Table:
              f"stop {capacity.stop}; confirmations {capacity.confirmations}; warm-up {_warmup(capacity)}",
              f"search {elapsed(capacity.seconds)}{per_probe}: {capacity.message}",
              "ops/s: offered (–: a warm-up, as fast as the clients can), achieved (Rally's median); behind: lag "
-             "gained a second (held: 5 % or less); ms (k: thousands): latency, service time (* the objective); CPU: "
-             "the nodes' mean",
+             f"gained a second (held: {capacitysearch.SHORTFALL:.0%} or less); ms (k: thousands): latency, service "
+             "time (* the objective); CPU: the nodes' mean",
              *(f"driver-limited at {_rate(p.target_throughput)} ops/s: {p.driver}" for p in probes if p.driver)]
     table = Table(title=escape(f"Capacity of {capacity.task} under {capacity.objective}"), title_justify="left",
                   caption=escape("\n".join(notes)), caption_justify="left", box=box.SIMPLE_HEAD,

@@ -312,8 +312,9 @@ class CapacityProbe(Model):
 
     target_throughput: float | None = None  # ops/s offered (Rally's target-throughput); None: a warm-up, flat out
     throughput: float | None = None  # ops/s achieved: Rally's median
-    # How fast the requests fell behind their schedule: ms of lag gained a second, in tenths (5 %:
-    # 50 ms a second, a twentieth of the rate not sent); above 5 % the rate was not held. None in warm-up.
+    # How fast the requests fell behind their schedule: lag gained a second of the probe, in percent
+    # (the share of the rate not sent); above analysis.capacitysearch.SHORTFALL the rate was not held.
+    # None in warm-up.
     lag_growth_percent: float | None = None
     latency: Percentiles | None = None
     service_time: Percentiles | None = None
