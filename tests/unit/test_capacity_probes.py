@@ -114,6 +114,12 @@ def test_a_probes_figures_are_the_tasks_and_its_verdict_follows_the_objective():
         capacitysearch.Verdict.FAILED)
     record = capacityprobes.probe_record(late, task(), capacitysearch.Verdict.FAILED, None, 20.0)
     assert record.lag_growth_percent == 6.0 and record.throughput == 50.0
+    assert late.jit_share is None and record.jit_share_percent is None  # the JIT's CPU known locally only
+    compiling = task()
+    compiling.resources = models.TaskResources(seconds=20.0, nodes=1, process_cpu_ms=6000.0, jit_cpu_ms=2340.0)
+    warming = capacityprobes.measured(None, compiling, None)
+    assert warming.jit_share == pytest.approx(0.39)
+    assert capacityprobes.probe_record(warming, compiling, None, None, 20.0).jit_share_percent == 39.0
     # A warm-up is not judged; a probe at a rate whose lag was not kept cannot be.
     assert capacityprobes.measured(None, task(), None).lag_growth == 0.0
     with pytest.raises(capacitysearch.ProbeFailed, match="too few requests kept from the probe at 50 ops/s"):
@@ -138,7 +144,8 @@ def test_the_answer_says_what_held_what_failed_and_why_the_search_stopped():
     record = models.CapacityProbe(target_throughput=10, verdict=None, seconds=30.0)
     answer = capacityprobes.result(CAPACITY, cold, [], [record] * 6, 300.0, None)
     assert (answer.steady, len(answer.warmup)) == (False, 6)
-    assert answer.message.endswith("; the node was still getting faster after 6 warm-up probes: raise warmupProbes")
+    assert answer.message.endswith("; the node was still getting faster after 6 warm-up probes (or its JIT still compiling): "
+                                        "raise warmupProbes")
 
 
 @pytest.mark.parametrize(("change", "refusal"), [

@@ -51,7 +51,7 @@ def test_show_prints_each_probe_in_the_order_made_then_the_answer_within_100_col
     assert "…" not in "\n".join(lines), "nothing cut short"
     assert lines[1].split() == ["lat", "lat", "lat", "svc", "svc", "svc"]
     assert lines[2].split() == ["offered", "achieved", "behind", "p99*", "p50", "p90", "p50", "p90", "p99", "errors", "CPU",
-                                "verdict"], "the objective's percentile first, marked"
+                                "verdict"], "the objective's percentile first, marked; no JIT column where none is known"
     rows = [line.split() for line in lines[4:15]]
     assert [row[0] for row in rows] == ["100", "200", "400", "800", "565.7", "672.7", "616.8", "644.1", "616.8",
                                         "644.1", "1,280"]
@@ -78,14 +78,18 @@ def test_show_prints_the_warm_up_first_unjudged_and_says_whether_the_node_became
 
 
 def test_show_fits_100_columns_with_a_p100_objective_and_says_when_no_rate_held():
+    """With the JIT compilers' share too (a local node's)."""
     large = [probe(100, 60_000.0, "Failed"), probe(100, 61_000.0, "Failed"),
              probe(12_800, 950.0, "DriverLimited", driver=DRIVER)]
+    large[0].jit_share_percent = 38.6
     text = shown(result("service_time.p100", capacity=None, upper=100.0, stop="BelowRange", probes=large))
     held = text[text.index("Capacity of"):]
     assert "…" not in held and max(len(line.rstrip()) for line in text.splitlines()) <= 100
     kinds, header = held.splitlines()[1:3]
     assert kinds.split() == ["svc", "lat", "lat", "lat", "svc", "svc", "svc"]
     assert header.split()[3:10] == ["p100*", "p50", "p90", "p99", "p50", "p90", "p99"]
+    assert header.split()[-3:] == ["CPU", "JIT", "verdict"] and held.splitlines()[4].split()[-2:] == ["39%", "Failed"]
+    assert "JIT: its JIT compilers' share" in " ".join(held.split())
     assert held.splitlines()[4].split()[3:7] == ["120k", "15k", "30k", "60k"], "ms in thousands from 10 s on"
     assert "capacity – ops/s, bracket [–, 100]; stop BelowRange" in held
 

@@ -21,6 +21,9 @@ A node keeps getting faster for minutes after its start, the more so the more re
 spends its probes on a node that is not the one it reports on. So the search begins with warm-up
 probes as fast as the task's clients can, not judged, until its throughput stops rising (or
 `warmup_probes` are spent, which the answer says). At a low rate the node warms too slowly to tell.
+Under a CPU quota the JIT's compilations take their share of it for minutes, and the throughput
+rises in steps, flat between them: where the JIT compilers' CPU is known (a local node), the node
+is warm only once they take little of it.
 """
 
 from __future__ import annotations
@@ -41,6 +44,10 @@ SHORTFALL = 0.05
 # The node is warm once a warm-up probe's throughput is no more than this share above the one
 # before it: flat out, the throughput wavers by less from probe to probe, a warming node's by more.
 STEADY = 0.2
+# ... and once its JIT compilers took at most this share of its CPU over the last warm-up probe
+# (where it is known): a node still compiling gets faster in steps, and a step-to-step rule takes a
+# plateau between two for steady.
+JIT_STEADY = 0.05
 # A probe's requests, in time order, are cut into this many runs of equal counts, and its lag's
 # growth is drawn through their medians: a robust line costs pairs of points, and thousands of
 # requests make millions of pairs.
@@ -86,6 +93,7 @@ class Probe:
     error_rate: float
     driver_limited: bool  # the driver's CPU was at its limit or CFS-throttled
     lag_growth: float  # seconds the requests fell behind their schedule a second (`lag_growth`); 0 flat out
+    jit_share: float | None = None  # the share of the node's CPU its JIT compilers took; None: not known
 
 
 class Verdict(StrEnum):
@@ -235,8 +243,10 @@ def outcome(settings: SearchSettings, objective: Objective, probes: Sequence[Pro
 
 def steady(warmup: Sequence[Probe]) -> bool:
     """The node stopped getting faster: the last warm-up probe's throughput is at most STEADY
-    above the one before it."""
-    return len(warmup) >= 2 and warmup[-1].achieved <= warmup[-2].achieved * (1 + STEADY)
+    above the one before it, and its JIT compilers took at most JIT_STEADY of its CPU."""
+    if len(warmup) < 2 or warmup[-1].achieved > warmup[-2].achieved * (1 + STEADY):
+        return False
+    return warmup[-1].jit_share is None or warmup[-1].jit_share <= JIT_STEADY
 
 
 def search(settings: SearchSettings, objective: Objective, measure: Callable[[float | None], Probe],

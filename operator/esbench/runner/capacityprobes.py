@@ -106,7 +106,8 @@ def measured(rate: float | None, task: models.TaskResult, lag: steadystate.Serie
         raise capacitysearch.ProbeFailed(f"too few requests kept from the probe at {rate:.4g} ops/s to tell whether "
                                          "it held the rate")
     return capacitysearch.Probe(offered=rate, achieved=achieved, percentiles=percentiles,
-                                error_rate=task.error_rate or 0.0, driver_limited=False, lag_growth=growth or 0.0)
+                                error_rate=task.error_rate or 0.0, driver_limited=False, lag_growth=growth or 0.0,
+                                jit_share=jit_share(task.resources))
 
 
 def probe_record(probe: capacitysearch.Probe, task: models.TaskResult, verdict: capacitysearch.Verdict | None,
@@ -118,8 +119,16 @@ def probe_record(probe: capacitysearch.Probe, task: models.TaskResult, verdict: 
         lag_growth_percent=round(100 * probe.lag_growth, 2) if probe.offered is not None else None, latency=task.latency,
         service_time=task.service_time, error_rate=task.error_rate,
         node_cpu_percent=resources.process_cpu_percent if resources else None,
+        jit_share_percent=None if probe.jit_share is None else round(100 * probe.jit_share, 1),
         verdict=verdict.value if verdict else None,
         driver=driver, seconds=round(seconds, 1))
+
+
+def jit_share(resources: models.TaskResources | None) -> float | None:
+    """The share of the nodes' CPU time over the probe their JIT compilers took (local mode only)."""
+    if resources is None or resources.jit_cpu_ms is None or not resources.process_cpu_ms:
+        return None
+    return resources.jit_cpu_ms / resources.process_cpu_ms
 
 
 def result(capacity: models.Capacity, found: capacitysearch.Capacity, records: list[models.CapacityProbe],
@@ -146,5 +155,6 @@ def message(found: capacitysearch.Capacity, problem: str | None) -> str:
         Stop.PROBE_FAILED: "a probe failed",
     }[found.stop] if found.stop else "the search did not end"
     cold = ("" if found.steady else
-            f"; the node was still getting faster after {len(found.warmup)} warm-up probes: raise warmupProbes")
+            f"; the node was still getting faster after {len(found.warmup)} warm-up probes (or its JIT still "
+            "compiling): raise warmupProbes")
     return f"{held}{bound} ({len(found.probes)} probes): {why}" + (f": {problem}" if problem else "") + cold

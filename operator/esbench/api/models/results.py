@@ -320,6 +320,9 @@ class CapacityProbe(Model):
     service_time: Percentiles | None = None
     error_rate: float | None = None
     node_cpu_percent: float | None = None  # the nodes' process CPU over the probe, mean over nodes
+    # Local mode only: the share of the nodes' CPU time the JVM's JIT compiler threads took, in percent
+    # (TaskResources.jit_cpu_ms): it falls towards none as the node warms.
+    jit_share_percent: float | None = None
     verdict: str | None = None  # analysis.capacitysearch.Verdict: Passed, Failed or DriverLimited; None in warm-up
     driver: str | None = None  # why the load driver, not the cluster, set the rate
     seconds: float  # the probe's time, esrally's start included
