@@ -43,6 +43,7 @@ def test_a_share_counts_each_sample_whose_stack_holds_the_frame_once():
     assert stacks.share(r"FetchPhase") == pytest.approx(0.75)
     assert stacks.share(r"LZ4\.decompress") == pytest.approx(0.4)
     assert stacks.share(r"Thread\.run") == pytest.approx(1.0)
+    assert stacks.inclusive(r"LZ4\.decompress") == 40 and profiles.parse("").inclusive("x") == 0
     assert profiles.parse("").share("x") == 0.0
 
 

@@ -41,11 +41,14 @@ class Stacks:
             top[stack[-1]] += count
         return top
 
-    def share(self, pattern: str) -> float:
-        """The fraction of samples with a frame matching the regex anywhere on the stack (inclusive)."""
+    def inclusive(self, pattern: str) -> int:
+        """The samples with a frame matching the regex anywhere on the stack, each counted once."""
         matches = re.compile(pattern)
-        inside = sum(count for stack, count in self.counts.items() if any(matches.search(f) for f in stack))
-        return inside / self.samples if self.samples else 0.0
+        return sum(count for stack, count in self.counts.items() if any(matches.search(f) for f in stack))
+
+    def share(self, pattern: str) -> float:
+        """The fraction of samples that `inclusive` counts."""
+        return self.inclusive(pattern) / self.samples if self.samples else 0.0
 
 
 def parse(text: str) -> Stacks:
