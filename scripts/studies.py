@@ -13,6 +13,11 @@ further sweeps add theirs (its README's "Run it"). Run again, a sweep goes on wh
 one node, or a track that needs what Maven Central's integ-test-zip lacks) is left out with its
 reason: it runs on Kubernetes (`kubectl apply -f`).
 
+A build whose results are committed runs again into a folder beside the snapshots it makes (its
+committed results were made where their snapshots are): on a machine that has the snapshots it
+is done at once. A sweep committed with another spec than its file admits today (a field the API
+gained since, written with its default) is left as committed: going on would mix runs of two specs.
+
 Needs root (each node runs in a memory cgroup limited to the spec's memory limit) and a quiet
 machine: the studies measure node CPU and I/O, which anything else running would distort.
 """
@@ -27,8 +32,9 @@ from pathlib import Path
 
 import yaml
 
-from esbench.api import models
+from esbench.api import models, validation
 from esbench.cli import localsweep
+from esbench.localnode import localcluster
 from esbench.planning import grid
 from esbench.runner import indexreuse, race, rally
 
@@ -70,15 +76,31 @@ def run_sweep(folder: Path, path: Path) -> None:
         return
     results = folder / "results"
     output = results / path.stem
+    if path in builds(folder) and (output / localsweep.SWEEP_FILE).exists():
+        output = localcluster.snapshot_root() / "studies" / folder.name / path.stem
+    elif made_with_another_spec(document, output):
+        print(f"{folder.name}: {path.name} left as committed: {output.relative_to(folder)} holds it with another spec",
+              flush=True)
+        return
     started = time.monotonic()
-    print(f"{folder.name}: {path.name} -> {output.relative_to(REPO)} ...", flush=True)
+    print(f"{folder.name}: {path.name} -> {output} ...", flush=True)
     esbench("run", str(path), "--output", str(output), accept=FINISHED)
     print(f"{folder.name}: {path.name} done in {time.monotonic() - started:.0f} s", flush=True)
+    if not output.is_relative_to(results):
+        return
     # The report of a sweep's folder says what the sweep said (its status.comparison). From the results
     # folder: the report names the runs by their files there, not by this machine's path.
     esbench("report", path.stem, "--markdown", f"{path.stem}/report.md", "--title", f"{folder.name}: {path.name}",
             cwd=results)
-    print(f"{folder.name}: report in {(output / 'report.md').relative_to(REPO)}", flush=True)
+    print(f"{folder.name}: report in {(output / 'report.md').relative_to(folder)}", flush=True)
+
+
+def made_with_another_spec(document: dict, output: Path) -> bool:
+    try:
+        localsweep.Folder(output).read(validation.admit(document, kind=models.SWEEP_KIND))
+    except localsweep.FolderInUse:
+        return True
+    return False
 
 
 def builds(folder: Path) -> list[Path]:

@@ -1,11 +1,13 @@
 """Every example Experiment is a valid spec that the runner can turn into a race."""
 
+import json
 from pathlib import Path
 
 import pytest
 import yaml
 
-from esbench.api import models
+from esbench.api import models, validation
+from esbench.cli import localsweep
 from esbench.runner import race, rally
 from scripts import studies
 
@@ -64,6 +66,34 @@ def test_a_studys_sweeps_restore_the_snapshots_its_builds_take(study):
     unasked = [path for path in studies.sweeps(study) if not studies.on_request(path)]
     unasked_builds = [path for path in unasked if path in studies.builds(study)]
     assert set().union(*map(studies.snapshot_names, unasked)) <= set().union(*map(studies.snapshot_names, unasked_builds))
+
+
+def test_make_studies_builds_again_beside_the_snapshots_and_leaves_a_sweep_of_another_spec_as_committed(
+        tmp_path, monkeypatch, capsys):
+    calls = []
+    monkeypatch.setattr(studies, "esbench", lambda *args, **kwargs: calls.append(args) or "")
+    monkeypatch.setenv("ESBENCH_SNAPSHOTS", str(tmp_path / "snapshots"))
+    study = ROOT / "studies" / "002-best-compression-io"
+    assert (study / "results" / "build" / "sweep.json").exists()
+    studies.run_sweep(study, study / "build.yaml")  # where its committed results were made, not here
+    assert calls == [("run", str(study / "build.yaml"), "--output",
+                      str(tmp_path / "snapshots" / "studies" / study.name / "build"))]
+
+    copy = tmp_path / "study"
+    (copy / "results" / "sweep").mkdir(parents=True)
+    document = yaml.safe_load((study / "sweep.yaml").read_text())
+    (copy / "sweep.yaml").write_text(yaml.safe_dump(document))
+    admitted = validation.admit(document, kind=models.SWEEP_KIND)
+    committed = copy / "results" / "sweep" / localsweep.SWEEP_FILE
+    committed.write_text(json.dumps(admitted))
+    calls.clear()
+    studies.run_sweep(copy, copy / "sweep.yaml")  # goes on where it stopped, then reports
+    assert [call[0] for call in calls] == ["run", "report"]
+    admitted["spec"]["repetitions"] += 1
+    committed.write_text(json.dumps(admitted))
+    calls.clear()
+    studies.run_sweep(copy, copy / "sweep.yaml")
+    assert calls == [] and "sweep.yaml left as committed: results/sweep holds it with another spec" in capsys.readouterr().out
 
 
 def test_make_studies_runs_a_studys_verdict_and_what_is_on_request_with_the_builds_it_restores():
