@@ -325,11 +325,12 @@ def test_a_capacity_search_runs_in_the_rally_pod_after_the_race_and_its_probes_r
     found = experiments.wait_finished("capacity")["status"]["results"]["capacity"]
     print(f"capacity on Kubernetes: {found['message']}; {found['seconds']:.0f} s, probes "
           f"{[(p.get('targetThroughput'), p['seconds'], p.get('driver')) for p in found['warmup'] + found['probes']]}")
-    # One warm-up probe cannot tell a steady node: said. Then 4 and 8 ops/s held; 8 is the range's
-    # top, whose confirmation the budget of two probes leaves out.
+    # One warm-up probe cannot tell a steady node: said. Then the race's first rate (4 to 8 ops/s) and 8
+    # held; 8 is the range's top, whose confirmation the budget of two probes leaves out.
     assert [(p.get("targetThroughput"), p.get("verdict")) for p in found["warmup"]] == [(None, None)], found
     assert found.get("steady", True) is False and "still getting faster after 1 warm-up probes" in found["message"]
-    assert [(p["targetThroughput"], p["verdict"]) for p in found["probes"]] == [(4, "Passed"), (8, "Passed")], found
+    (first, first_verdict), top = [(p["targetThroughput"], p["verdict"]) for p in found["probes"]]
+    assert 4 <= first < 8 and (first_verdict, top) == ("Passed", (8, "Passed")), found
     assert (found["stop"], found["capacity"]) == ("BudgetSpent", 8), found["message"]
     assert all(p["nodeCpuPercent"] > 0 and p["serviceTime"]["p50"] > 0 for p in found["probes"]), found["probes"]
     experiments.assert_no_pod_was_refused()

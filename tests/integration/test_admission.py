@@ -137,6 +137,8 @@ INVALID = [
     ("a warm-up period without a period",
      both("workload.track", "range-queries", "workload.load", {"warmupTimePeriodSeconds": 5}),
      "workload.load.warmupTimePeriodSeconds needs timePeriodSeconds"),
+    ("a schedule without a rate", both("workload.track", "range-queries", "workload.load", {"schedule": "poisson"}),
+     "workload.load.schedule needs targetThroughput or taskTargetThroughputs"),
     ("controlled rally option", with_spec("rally.extraArgs", ["--target-hosts=evil:9200"]),
      "rally.extraArgs may only use these esrally options"),
     # esrally accepts unambiguous prefixes: --target-h is --target-hosts, --track-pa --track-params.

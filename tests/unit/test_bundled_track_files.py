@@ -33,7 +33,7 @@ def test_a_bundled_track_has_a_readme_listing_its_parameters(track):
 
 
 LOAD_PARAMS = tuple(models.Load(target_throughput=1, task_target_throughputs={}, clients=1, time_period_seconds=1,
-                                warmup_time_period_seconds=1).track_params())
+                                warmup_time_period_seconds=1, schedule="poisson").track_params())
 
 
 @pytest.mark.parametrize("track", models.BUNDLED_TRACKS)

@@ -40,10 +40,19 @@ def test_a_probe_races_the_task_alone_at_its_rate_for_its_time():
     assert spec.workload.exclude_tasks == ["range-1950s"], "the race's own spec is left as it was"
     params = capacityprobes.probe_params({"doc_count": 1000, "target_throughput": 3}, CAPACITY, 42.5)
     assert params == {"doc_count": 1000, "target_throughput": 3, "target_throughputs": {"terms-1950s": 42.5},
-                      "search_time_period": 20, "search_warmup_time_period": 5}
+                      "search_time_period": 20, "search_warmup_time_period": 5, "search_schedule": "poisson"}
     # A warm-up: no rate for the task, not even workload.load's (search-load.j2 reads None as none).
     assert capacityprobes.probe_params({"target_throughput": 3}, CAPACITY, None)["target_throughputs"] == {
         "terms-1950s": None}
+
+
+def test_each_race_searches_its_own_lattice_the_one_its_id_says():
+    offsets = [capacityprobes.settings(CAPACITY, race_id).dither for race_id in ("r1", "r2", "r3")]
+    assert len(set(offsets)) == 3 and all(0 <= offset < 1 for offset in offsets)
+    assert capacityprobes.settings(CAPACITY, "r2").dither == offsets[1]
+    searched = capacityprobes.settings(CAPACITY, "r1")
+    assert (searched.low, searched.high, searched.precision, searched.start) == (
+        10, 400, 0.05, pytest.approx(10 * 2 ** offsets[0]))
 
 
 def driver(throttled: float | None = None, busy: float | None = 0.5, periods: float = 1000) -> nodestats.DriverWindow:

@@ -317,6 +317,25 @@ def test_the_search_grows_then_bisects_geometrically_then_confirms():
     assert (found.capacity, found.upper, found.confirmations, found.stop) == (200, 205, 1, Stop.CONVERGED)
 
 
+def test_a_search_offset_by_half_a_step_probes_that_lattice_and_the_low_end_where_its_first_rate_does_not_hold():
+    settings = SearchSettings(low=100.0, high=1000.0, precision=0.05, max_probes=20, dither=0.5)
+    first = 100 * math.sqrt(2)
+    assert capacitysearch.next_rate(settings, OBJECTIVE, []) == pytest.approx(first)
+    assert capacitysearch.next_rate(settings, OBJECTIVE, [probe(first, 10)]) == pytest.approx(2 * first)
+    assert capacitysearch.next_rate(settings, OBJECTIVE, [probe(first, 10), probe(2 * first, 500)]) == pytest.approx(
+        first * 2 ** 0.5)
+    failed, limited = probe(first, 500), probe(first, 10, behind=0.3, driver_limited=True)
+    assert capacitysearch.next_rate(settings, OBJECTIVE, [failed]) == 100
+    assert capacitysearch.next_rate(settings, OBJECTIVE, [failed, probe(100, 10)]) == pytest.approx(math.sqrt(100 * first))
+    below = capacitysearch.outcome(settings, OBJECTIVE, [failed, probe(100, 500), probe(100, 400)])
+    assert (below.stop, below.capacity, below.upper) == (Stop.BELOW_RANGE, None, 100)
+    assert capacitysearch.next_rate(settings, OBJECTIVE, [limited]) == 100
+    assert capacitysearch.next_rate(settings, OBJECTIVE, [limited, probe(100, 10)]) == 100  # its confirmation
+    driver = capacitysearch.outcome(settings, OBJECTIVE, [limited, probe(100, 10), probe(100, 20)])
+    assert (driver.stop, driver.capacity) == (Stop.DRIVER_LIMITED, 100)
+    assert SearchSettings(low=100.0, high=120.0, precision=0.05, max_probes=20, dither=0.5).start == 120
+
+
 def test_a_tie_is_probed_again_and_a_failed_confirmation_moves_the_bracket_down():
     settings = SearchSettings(low=100.0, high=1000.0, precision=0.05, max_probes=20)
     tie = [probe(100, 10), probe(200, 20), probe(205, 500), probe(200, 300)]
@@ -366,40 +385,90 @@ def capacity_results(found: Capacity) -> models.Results:
         confirmations=found.confirmations, stop=found.stop.value, message="", seconds=0))
 
 
-def capacity_sweep(seed: int, cost: float, runs: int = 5) -> list[stats.Row]:
-    """Two cells, each repetition a search; the contender's query costs `cost` times the baseline's.
-    The host moves every run's service rate (log-normal, 10 %) and slows 1 % a round."""
+@dataclass(frozen=True)
+class Host:
+    """How a sweep's runs differ beyond their cells: each run's capacity moves by log-normal
+    `run_spread`, a round's by `drift` on the one before, the second run of a round by `order` (a
+    node warmer for it), and one run in `1 / outliers` is 15 % slower (a neighbour for a whole run)."""
+
+    run_spread: float
+    drift: float = 0.01
+    order: float = 0.0
+    outliers: float = 0.0
+
+
+SHARED_HOSTS = Host(run_spread=0.10)  # a node each run: 10 % run to run
+# One node and one restored index for every run (clusterReuse, reuseIndex): six searches of one local
+# node repeated their probes exactly at a 20 % precision, so a run's capacity moves by far less than a step.
+ONE_NODE = Host(run_spread=0.01, order=0.02, outliers=1 / 20)
+
+
+def capacity_sweep(seed: int, change: float, host: Host, rounds: int = 5, settings: SearchSettings = SETTINGS,
+                   dithered: bool = True) -> stats.CellStats | None:
+    """Two cells, each repetition a search, the contender's capacity `change` times the baseline's
+    away, the baseline's anywhere within a growth step of 450 ops/s; counterbalanced rounds, compared
+    run against run of each round. The contender's comparison (None: no converged search)."""
     rng = np.random.default_rng(seed)
+    baseline = 450.0 * settings.growth ** rng.random()
     samples: dict[str, list[models.Results]] = {"c0": [], "c1": []}
-    idle_p99_s = OBJECTIVE.bound_ms / 1000 / 6
-    for round_ in range(runs):
-        for cell, mu in (("c0", LN100 / idle_p99_s), ("c1", LN100 / idle_p99_s / cost)):
-            host = (1 - 0.01) ** round_ * rng.lognormal(0, 0.10)
-            simulated = Server(rng, mu=mu * host, noise=MODERATE)
-            samples[cell].append(capacity_results(capacitysearch.search(SETTINGS, OBJECTIVE, simulated.measure)))
-    return stats.compare_cells(samples, "c0", models.Statistics(), primary=[("search", "capacity")])
+    rounds_of: dict[str, list[int]] = {"c0": [], "c1": []}
+    for round_ in range(rounds):
+        for position, cell in enumerate(("c0", "c1") if round_ % 2 == 0 else ("c1", "c0")):
+            capacity = (baseline * (1 + change if cell == "c1" else 1) * (1 - host.drift) ** round_
+                        * (1 + host.order) ** position * rng.lognormal(0, host.run_spread)
+                        * (0.85 if rng.random() < host.outliers else 1))
+            simulated = Server(rng, mu=capacity + LN100 / (OBJECTIVE.bound_ms / 1000), noise=MODERATE)
+            searching = dataclasses.replace(settings, dither=float(rng.random()) if dithered else 0.0)
+            samples[cell].append(capacity_results(capacitysearch.search(searching, OBJECTIVE, simulated.measure)))
+            rounds_of[cell].append(round_)
+    row = stats.compare_cells(samples, "c0", models.Statistics(paired=True), primary=[("search", "capacity")],
+                              rounds=rounds_of)[0]
+    assert row.metric.key == "capacity" and row.family == stats.Family.PRIMARY
+    return next((c for c in row.cells if c.cell == "c1"), None)
+
+
+def holds(found: stats.CellStats | None, change: float) -> bool:
+    return found is not None and found.low_percent is not None and found.low_percent <= change * 100 <= found.high_percent
 
 
 def test_a_sweep_finds_the_lower_capacity_of_a_query_at_twice_the_cost_with_an_interval_that_holds_it():
-    """The true change: capacity mu - ln(100)/B at half mu, against the whole (the p99 at rest a sixth
-    of the bound): (3 - 6) / ... computed below. Each search's answer is the bracket's lower end, so
-    both cells carry the same bias of at most the precision."""
-    idle = OBJECTIVE.bound_ms / 1000 / 6
-    mu = LN100 / idle
-    true_change = ((mu / 2 - LN100 / 0.1) / (mu - LN100 / 0.1) - 1) * 100
-    rows = [capacity_sweep(seed, cost=2.0) for seed in range(60)]
-    found = [next(c for c in row[0].cells if c.cell == "c1") for row in rows]
-    assert all(row[0].metric.key == "capacity" and row[0].family == stats.Family.PRIMARY for row in rows)
+    """Twice the cost: the capacity at 40 % of the baseline's (the p99 at rest a sixth of the bound:
+    (mu / 2 - ln(100) / B) / (mu - ln(100) / B) = 2 / 5), a node each run."""
+    found = [capacity_sweep(seed, -0.6, SHARED_HOSTS) for seed in range(60)]
     worse = sum(c.verdict == stats.Verdict.WORSE for c in found)
-    covered = sum(c.low_percent <= true_change <= c.high_percent for c in found if c.low_percent is not None)
     assert worse >= 57, f"{worse}/60 Worse"  # 5 runs a cell at 10 % run-to-run noise: a -60 % change is plain
-    assert covered >= 54, f"{covered}/60 intervals hold the true change {true_change:.1f} %"
+    assert sum(holds(c, -0.6) for c in found) >= 54
 
 
 def test_an_a_a_capacity_sweep_rarely_claims_a_change():
-    found = [next(c for c in capacity_sweep(seed, cost=1.0)[0].cells if c.cell == "c1") for seed in range(60)]
+    found = [capacity_sweep(seed, 0.0, SHARED_HOSTS) for seed in range(60)]
     claimed = sum(c.verdict in (stats.Verdict.BETTER, stats.Verdict.WORSE) for c in found)
     assert claimed <= 6, f"{claimed}/60 A/A sweeps claimed a change"
+
+
+ONE_NODE_SETTINGS = SearchSettings(low=56.0, high=1792.0, precision=0.2, max_probes=16)
+
+
+@pytest.mark.parametrize(("dithered", "least", "most"), [(True, 0.9, 1.0), (False, 0.0, 0.75)])
+def test_on_one_node_an_interval_holds_a_change_smaller_than_a_step_because_each_search_has_its_own_lattice(
+        dithered, least, most):
+    """Three counterbalanced rounds at 20 %, the contender 8 % lower (half a step), one node: the runs
+    differ less than a step, so searches on one lattice round both cells' capacities the same way in
+    every round. Each search's lattice offset at random, the interval holds the change in 90 % of
+    sweeps at least (193 of 200 here; 1 calls it Equivalent); on one lattice (the safeguard gone), in
+    109: where both capacities round to one point the paired differences are 0 and the sweep calls an
+    8 % change Equivalent (54), where they straddle one the differences are a whole step, alike, and
+    there is no interval (InsufficientData, 37)."""
+    found = [capacity_sweep(seed, -0.08, ONE_NODE, rounds=3, settings=ONE_NODE_SETTINGS, dithered=dithered)
+             for seed in range(200)]
+    held = sum(holds(c, -0.08) for c in found) / len(found)
+    assert least <= held <= most, held
+
+
+def test_an_a_a_sweep_on_one_node_rarely_claims_a_change():
+    found = [capacity_sweep(seed, 0.0, ONE_NODE, rounds=3, settings=ONE_NODE_SETTINGS) for seed in range(200)]
+    claimed = sum(c.verdict in (stats.Verdict.BETTER, stats.Verdict.WORSE) for c in found)
+    assert claimed <= 12, f"{claimed}/200 A/A sweeps claimed a change"
 
 
 def test_only_a_converged_search_is_a_capacity_to_compare():

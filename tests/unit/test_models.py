@@ -33,11 +33,13 @@ def test_track_params_may_not_repeat_index_fields(index, params, expected):
     ({"taskTargetThroughputs": {"range-1950s": 5}}, "target_throughputs"),
     ({"clients": 4}, "search_clients"),
     ({"timePeriodSeconds": 60}, "search_time_period"),
+    ({"targetThroughput": 10, "schedule": "poisson"}, "search_schedule"),
 ])
 def test_track_params_may_not_repeat_the_load_settings(load, param):
     body = {**BASE, "workload": {"track": "range-queries", "load": load, "trackParams": {param: 1}}}
     with pytest.raises(ValidationError, match=rf"workload\.trackParams\.{param} conflicts with workload\.load"):
         ExperimentSpec.model_validate(body)
+
 
 
 def test_the_index_snapshot_param_is_esbenchs_own():

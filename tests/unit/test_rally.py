@@ -2,7 +2,7 @@
 
 import pytest
 
-from esbench.api import models
+from esbench.api import models, validation
 from esbench.api.reasons import Reason
 from esbench.runner import rally
 
@@ -50,11 +50,22 @@ def test_user_track_params_pass_through_beside_the_index_section():
 def test_load_settings_become_the_bundled_tracks_search_params():
     spec = make_spec(track="range-queries", trackParams={"doc_count": 500}, load={
         "targetThroughput": 20, "taskTargetThroughputs": {"range-1950s": 5.5}, "clients": 4,
-        "timePeriodSeconds": 60, "warmupTimePeriodSeconds": 5})
+        "timePeriodSeconds": 60, "warmupTimePeriodSeconds": 5, "schedule": "poisson"})
     assert rally.track_params(spec, data_nodes=3) == {
         "doc_count": 500, "target_throughput": 20, "target_throughputs": {"range-1950s": 5.5}, "search_clients": 4,
-        "search_time_period": 60, "search_warmup_time_period": 5,
+        "search_time_period": 60, "search_warmup_time_period": 5, "search_schedule": "poisson",
     }
+
+
+def test_a_schedule_is_of_a_fixed_rate():
+    spec = {"elasticsearch": {"version": "8.19.21"},
+            "workload": {"track": "range-queries", "load": {"clients": 4, "schedule": "poisson"}}}
+    experiment = {"apiVersion": models.API_VERSION, "kind": models.KIND, "metadata": {"name": "poisson"}, "spec": spec}
+    with pytest.raises(validation.Rejected) as rejected:
+        validation.admit(experiment)
+    assert any("workload.load.schedule needs targetThroughput" in error for error in rejected.value.errors)
+    spec["workload"]["load"]["taskTargetThroughputs"] = {"range-1950s": 5}
+    assert validation.admit(experiment)["spec"]["workload"]["load"]["schedule"] == "poisson"
 
 
 def test_user_index_settings_alone_are_passed_unchanged():

@@ -6,8 +6,15 @@ search interrupted between probes resumes from its list of probes, and a simulat
 
 The search grows the rate by a factor until the objective breaks, then bisects geometrically (rates
 scale by ratios) until the highest rate that holds and the lowest that fails are within the
-precision. A rate's verdict is the majority of its probes, and a tie is probed again: one probe
-that reads three times slower (a GC pause, a neighbour on the host) must not end the search far
+precision. The rates probed are then points of one lattice, growth ** (k / 2 ** j) apart, and a
+search reports the lattice point below the capacity: searches on one lattice round a capacity the
+same way however often they repeat, and a change smaller than a step shows as nothing or a whole
+step. So each search's lattice starts at its own offset (`dither`, a fraction of a growth step,
+drawn at random): the capacity's rounding error is then uniform over a step and independent from
+search to search, and what repeated searches vary by is what a comparison's interval can see.
+
+A rate's verdict is the majority of its probes, and a tie is probed again: one probe that reads
+three times slower (a GC pause, a neighbour on the host) must not end the search far
 below the capacity. Both ends of the final bracket are measured `confirmations` more times, so
 that a lucky pass above the capacity is not reported as the capacity, nor an unlucky fail kept as
 its bound; a confirmation that turns a rate to failing moves the bracket below it and the search
@@ -15,6 +22,8 @@ goes on.
 
 A probe whose load driver could not send at the target rate measures the driver, not the cluster:
 the search stops there and reports the highest confirmed rate below it, saying the driver limited.
+Where the first rate probed (above the range's low end by the lattice's offset) fails or is the
+driver's limit, the low end itself is probed: what a range says is held or not there.
 
 A node keeps getting faster for minutes after its start, the more so the more requests it serves
 (the JIT compiles what runs often): judged cold, the low rates probed first fail and the search
@@ -66,21 +75,27 @@ class Objective:
 
 @dataclass(frozen=True)
 class SearchSettings:
-    low: float  # requests/s: the lowest rate searched, probed first
+    low: float  # requests/s: the lowest rate searched
     high: float  # requests/s: the highest rate searched
     precision: float  # the search ends once the lowest failing rate is within this share above the highest holding one
     max_probes: int
     confirmations: int = 1  # extra probes at each end of the final bracket
     growth: float = 2.0  # the factor by which the rate grows until the objective breaks
     warmup_probes: int = 0  # flat-out probes at most before the search, not judged, until the node is steady
+    dither: float = 0.0  # the first rate probed is low * growth ** dither, 0 <= dither < 1
 
     def __post_init__(self) -> None:
         if not 0 < self.low <= self.high:
             raise ValueError(f"the range of rates must be 0 < low <= high, not {self.low}..{self.high}")
         if (self.precision <= 0 or self.growth <= 1 or self.max_probes < 1 or self.confirmations < 0
-                or self.warmup_probes < 0):
-            raise ValueError("precision must be > 0, growth > 1, max_probes >= 1, confirmations >= 0 and "
-                             "warmup_probes >= 0")
+                or self.warmup_probes < 0 or not 0 <= self.dither < 1):
+            raise ValueError("precision must be > 0, growth > 1, max_probes >= 1, confirmations >= 0, "
+                             "warmup_probes >= 0 and 0 <= dither < 1")
+
+    @property
+    def start(self) -> float:
+        """The first rate probed: the lattice's first point at or above low."""
+        return min(self.low * self.growth ** self.dither, self.high)
 
 
 @dataclass(frozen=True)
@@ -217,12 +232,14 @@ def _decide(settings: SearchSettings, objective: Objective, probes: Sequence[Pro
                and (lower is None or rate > lower) and (ceiling is None or rate < ceiling)), default=None)
     if tie is not None:
         return decision(tie, None)
+    if lower is None and ceiling is not None and ceiling > settings.low:  # the first rate did not hold: the low end decides
+        return decision(settings.low, None)
     if driver_bounds:
         return settle([lower], Stop.DRIVER_LIMITED)
     if lower is None:
-        if upper is not None:  # only the low end can fail with nothing holding below it
-            return settle([upper], Stop.BELOW_RANGE)
-        return decision(settings.low, None)
+        if upper is None:
+            return decision(settings.start, None)
+        return settle([upper], Stop.BELOW_RANGE)
     if upper is None:
         if lower >= settings.high:
             return settle([lower], Stop.ABOVE_RANGE)

@@ -7,6 +7,7 @@ chooses their rates.
 from __future__ import annotations
 
 import dataclasses
+import random
 from typing import Any
 
 from esbench.analysis import capacitysearch, steadystate
@@ -22,11 +23,14 @@ CLIENT_BOUND_SHARE = 0.9
 BUSY_SHARE = 0.9
 
 
-def settings(capacity: models.Capacity) -> capacitysearch.SearchSettings:
+def settings(capacity: models.Capacity, race_id: str) -> capacitysearch.SearchSettings:
+    """The search's settings; its lattice's offset drawn from the race's id: a search of its own
+    lattice in every race, and the one the race's recorded id says."""
     return capacitysearch.SearchSettings(
         low=capacity.min_target_throughput, high=capacity.max_target_throughput,
         precision=capacity.precision_percent / 100, max_probes=capacity.max_probes,
-        confirmations=capacity.confirmations, warmup_probes=capacity.warmup_probes)
+        confirmations=capacity.confirmations, warmup_probes=capacity.warmup_probes,
+        dither=random.Random(race_id).random())
 
 
 def objective(capacity: models.Capacity) -> capacitysearch.Objective:
@@ -49,9 +53,12 @@ def probe_spec(spec: models.ExperimentSpec) -> models.ExperimentSpec:
 
 def probe_params(params: dict[str, Any], capacity: models.Capacity, rate: float | None) -> dict[str, Any]:
     """The track params of a probe at `rate` (ops/s; None: a warm-up, as fast as the clients can, even
-    where workload.load sets a rate): the bundled tracks' search-load.j2 reads them."""
+    where workload.load sets a rate): the bundled tracks' search-load.j2 reads them. Its requests
+    arrive as independent users' would (Rally's poisson schedule), whatever workload.load's schedule:
+    on the deterministic one the clients send together, and a probe would find the rate at which
+    bursts of `clients` requests keep the objective."""
     return {**params, "target_throughputs": {capacity.task: rate}, "search_time_period": capacity.probe_seconds,
-            "search_warmup_time_period": capacity.warmup_seconds}
+            "search_warmup_time_period": capacity.warmup_seconds, "search_schedule": "poisson"}
 
 
 def driver_limit(rate: float, task: models.TaskResult, driver: nodestats.DriverWindow | None, clients: int,

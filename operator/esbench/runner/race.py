@@ -643,7 +643,7 @@ def search_capacity(race: Race, params: dict[str, Any], track_path: Path | None,
             warmup.append(capacityprobes.probe_record(probe, task, None, None, time.monotonic() - began))
             print(f"esbench: capacity warm-up: {probe.achieved:.4g} ops/s", file=race.out, flush=True)
             return probe
-        if objective.metric not in probe.percentiles:  # too few requests (admission bounds the first probe's)
+        if objective.metric not in probe.percentiles:  # too few requests (admission bounds the lowest rate's)
             problem = f"Rally reported no {objective.metric} for the probe at {rate:.4g} ops/s"
             raise capacitysearch.ProbeFailed
         probe, why = capacityprobes.judged(objective, probe, task, driver, clients, records)
@@ -654,8 +654,11 @@ def search_capacity(race: Race, params: dict[str, Any], track_path: Path | None,
               + (f"; {why}" if why else ""), file=race.out, flush=True)
         return probe
 
-    found = capacitysearch.search(capacityprobes.settings(capacity), objective, measure,
-                                  lambda: race.remaining() > per_probe)
+    settings = capacityprobes.settings(capacity, race.settings.race_id)
+    print(f"esbench: capacity search of {capacity.task} from {settings.start:.4g} ops/s (the range's low end "
+          f"{settings.low:.4g} times {settings.growth:g} ** {settings.dither:.3f}: each race's rates its own, so that "
+          "repeated searches do not round the capacity alike)", file=race.out, flush=True)
+    found = capacitysearch.search(settings, objective, measure, lambda: race.remaining() > per_probe)
     answer = capacityprobes.result(capacity, found, records, warmup, time.monotonic() - started, problem)
     print(f"esbench: capacity of {capacity.task} under {answer.objective}: {answer.message}", file=race.out, flush=True)
     return answer

@@ -270,12 +270,15 @@ Rate = Annotated[float, Field(gt=0)]
 
 class Load(Model):
     """How a bundled track's search tasks are driven, as Rally drives any task: clients, a target
-    throughput (Rally's deterministic schedule: a fixed rate, not back to back) and a time
-    period. For other tracks, set the track's own parameters in workload.trackParams."""
+    throughput (a fixed rate, not back to back, on Rally's schedule) and a time period. For other
+    tracks, set the track's own parameters in workload.trackParams."""
 
-    model_config = ConfigDict(json_schema_extra=rules((
-        "!has(self.warmupTimePeriodSeconds) || has(self.timePeriodSeconds)",
-        "workload.load.warmupTimePeriodSeconds needs timePeriodSeconds (without it the track's iterations apply)")))
+    model_config = ConfigDict(json_schema_extra=rules(
+        ("!has(self.warmupTimePeriodSeconds) || has(self.timePeriodSeconds)",
+         "workload.load.warmupTimePeriodSeconds needs timePeriodSeconds (without it the track's iterations apply)"),
+        ("!has(self.schedule) || has(self.targetThroughput) || has(self.taskTargetThroughputs)",
+         "workload.load.schedule needs targetThroughput or taskTargetThroughputs (without a rate requests go back "
+         "to back)")))
 
     target_throughput: float | None = Field(None, gt=0, description="Operations per second for every search task.")
     task_target_throughputs: dict[str, Rate] | None = Field(
@@ -286,6 +289,11 @@ class Load(Model):
         description="Measured time per search task, after the warm-up; unset: the track's iterations.")
     warmup_time_period_seconds: int | None = Field(
         None, ge=0, le=86400, description="Warm-up time per search task (default 10).")
+    schedule: Literal["deterministic", "poisson"] | None = Field(
+        None, description="Rally's schedule of a fixed rate's requests. deterministic (Rally's default): each "
+        "client sends at even intervals, so that clients that start together send together, in bursts of up to "
+        "`clients` requests; poisson: at random intervals of the same mean, as independent users arrive. "
+        "workload.capacity's probes are always poisson.")
 
     def track_params(self) -> dict[str, Any]:
         """The bundled tracks' parameters for these settings (tracks/search-load.j2)."""
@@ -295,6 +303,7 @@ class Load(Model):
             "search_clients": self.clients,
             "search_time_period": self.time_period_seconds,
             "search_warmup_time_period": self.warmup_time_period_seconds,
+            "search_schedule": self.schedule,
         }
         return {name: value for name, value in params.items() if value is not None}
 
@@ -324,7 +333,7 @@ CAPACITY_METRICS = tuple(f"{kind}.{p}" for kind in ("latency", "service_time") f
 # The fewest requests from which Rally reports a percentile (metrics.percentiles_for_sample_size).
 RALLY_PERCENTILE_REQUESTS = {"p50": 2, "p90": 10, "p99": 100}
 # A probe's measured requests fall short of rate x time by each client's last ones, and by the
-# rate the cluster did not keep: the first probe must offer this many times what Rally needs.
+# rate the cluster did not keep: a probe at the lowest rate must offer this many times what Rally needs.
 PROBE_REQUESTS_MARGIN = 2
 # What a capacity probe costs beyond its warm-up and measured time: esrally's start and the track's
 # load, with room; admission counts it against raceTimeoutSeconds.
@@ -352,14 +361,17 @@ class Capacity(Model):
         (" && ".join(f"(!self.objective.metric.endsWith('.{percentile}') || double(self.minTargetThroughput) * "
                      f"double(self.probeSeconds) >= {PROBE_REQUESTS_MARGIN * requests}.0)"
                      for percentile, requests in RALLY_PERCENTILE_REQUESTS.items()),
-         "workload.capacity: the first probe sends minTargetThroughput x probeSeconds requests; Rally reports "
+         "workload.capacity: a probe at minTargetThroughput sends it x probeSeconds requests; Rally reports "
          f"{', '.join(f'{p} from {n}' for p, n in RALLY_PERCENTILE_REQUESTS.items())} requests on, and a probe "
          f"needs {PROBE_REQUESTS_MARGIN} times that: raise minTargetThroughput or probeSeconds"),
     ))
 
     task: TaskName = Field(description="The task searched: a search task of the track (workload.load applies to it).")
     objective: CapacityObjective
-    min_target_throughput: float = Field(gt=0, description="Operations per second of the first probe.")
+    min_target_throughput: float = Field(gt=0, description=(
+        "The lowest rate probed (operations per second). The first probe is at a point of [min, 2 x min) drawn from "
+        "the race's id, the search's rates a lattice from it: each race rounds the capacity down by its own share of a "
+        "step, so that repeated searches do not all round alike and a sweep can see a change smaller than a step."))
     max_target_throughput: float = Field(gt=0, description="The highest rate probed: above it, capacity is AboveRange.")
     precision_percent: float = Field(
         5, ge=1, le=100, description="The search ends when the lowest failing rate is within this much above the "
@@ -437,7 +449,7 @@ class Workload(Model):
                     "Above it the Experiment fails with RaceErrors. Default 0.")
     load: Load | None = Field(
         None, description="How the search tasks are driven: Rally's clients, target-throughput (a fixed rate by "
-                          "Rally's deterministic schedule, instead of back to back) and time-period.")
+                          "Rally's schedule, instead of back to back) and time-period.")
     reuse_index: bool = Field(
         False,
         description="Build the index once and restore it from a snapshot in later races with the same Elasticsearch "
