@@ -95,7 +95,7 @@ def test_a_profile_needs_a_node_that_esbench_starts(esbench, esrally, clusters, 
     experiment = {"apiVersion": models.API_VERSION, "kind": models.KIND, "metadata": {"name": "remote"}, "spec": spec}
     (tmp_path / "remote.yaml").write_text(yaml.safe_dump(experiment))
     run = esbench("run", "remote.yaml", "--es-url", clusters.get("8.7.1").url, "--output", "remote.json",
-                  env={"ESBENCH_ESRALLY": esrally})
+                  "--work-dir", "work", env={"ESBENCH_ESRALLY": esrally})  # a failed run keeps its work dir
     assert run.exit_code == 10, run.stdout + run.stderr
     status = json.loads((tmp_path / "remote.json").read_text())["status"]
     assert status["reason"] == "InvalidSpec" and "cannot attach a profiler to this target" in status["message"]
