@@ -185,7 +185,7 @@ def test_a_capacity_search_probes_the_task_alone_on_the_races_index_and_ends_wit
     assert all(p.driver and ("clients" in p.driver or "CPU" in p.driver) for p in limited), limited
     for probe in found.probes:
         assert probe.throughput > 0 and probe.latency.p90 >= probe.service_time.p90 * 0.99 and probe.seconds > 4
-        assert probe.node_cpu_percent is not None, probe
+        assert probe.node_cpu_percent is not None and probe.disk_read_bytes_per_second is not None, probe
     documents = run.report.results.nodes[0].indexing_total
     assert count_documents(cluster, index_name("range-queries")) == 5000 and documents is not None
     # Two warm-up probes first, flat out (no target throughput), not judged; each probe the task alone.

@@ -124,11 +124,14 @@ def test_a_probes_figures_are_the_tasks_and_its_verdict_follows_the_objective():
     record = capacityprobes.probe_record(late, task(), capacitysearch.Verdict.FAILED, None, 20.0)
     assert record.lag_growth_percent == 6.0 and record.throughput == 50.0
     assert late.jit_share is None and record.jit_share_percent is None  # the JIT's CPU known locally only
+    assert record.disk_read_bytes_per_second is None  # no figures of the nodes: none made up
     compiling = task()
-    compiling.resources = models.TaskResources(seconds=20.0, nodes=1, process_cpu_ms=6000.0, jit_cpu_ms=2340.0)
+    compiling.resources = models.TaskResources(seconds=20.0, nodes=1, process_cpu_ms=6000.0, jit_cpu_ms=2340.0,
+                                               io_read_bytes=50 * 2**20)
     warming = capacityprobes.measured(None, compiling, None)
     assert warming.jit_share == pytest.approx(0.39)
-    assert capacityprobes.probe_record(warming, compiling, None, None, 20.0).jit_share_percent == 39.0
+    warmed = capacityprobes.probe_record(warming, compiling, None, None, 20.0)
+    assert (warmed.jit_share_percent, warmed.disk_read_bytes_per_second) == (39.0, 2.5 * 2**20)
     # A warm-up is not judged; a probe at a rate whose lag was not kept cannot be.
     assert capacityprobes.measured(None, task(), None).lag_growth == 0.0
     with pytest.raises(capacitysearch.ProbeFailed, match="too few requests kept from the probe at 50 ops/s"):

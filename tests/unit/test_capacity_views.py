@@ -20,6 +20,7 @@ def probe(rate: float, p99: float, verdict: str | None, achieved: float | None =
     return models.CapacityProbe(target_throughput=rate, throughput=achieved or rate, lag_growth_percent=behind,
                                 latency=latency,
                                 service_time=service, error_rate=0.0, node_cpu_percent=min(rate / 10, 99.0),
+                                disk_read_bytes_per_second=rate * 2**18,
                                 verdict=verdict, driver=driver, seconds=40.0)
 
 
@@ -49,18 +50,21 @@ def test_show_prints_each_probe_in_the_order_made_then_the_answer_within_100_col
     text = shown(result())
     lines = text[text.index("Capacity of range-1950s under latency.p99 <= 200 ms"):].splitlines()
     assert "…" not in "\n".join(lines), "nothing cut short"
-    assert lines[1].split() == ["lat", "lat", "lat", "svc", "svc", "svc"]
-    assert lines[2].split() == ["offered", "achieved", "behind", "p99*", "p50", "p90", "p50", "p90", "p99", "errors", "CPU",
+    assert lines[1].split() == ["lat", "lat", "svc", "svc"]
+    assert lines[2].split() == ["offered", "achieved", "behind", "p99*", "p50", "p50", "p99", "errors", "CPU", "read",
                                 "verdict"], "the objective's percentile first, marked; no JIT column where none is known"
     rows = [line.split() for line in lines[4:15]]
     assert [row[0] for row in rows] == ["100", "200", "400", "800", "565.7", "672.7", "616.8", "644.1", "616.8",
                                         "644.1", "1,280"]
-    assert rows[3] == ["800", "611", "23.6%", "2,960", "740", "1,480", "370", "592", "2,368", "0.00%", "80.0%", "Failed"]
+    assert rows[3] == ["800", "611", "23.6%", "2,960", "740", "370", "2,368", "0.00%", "80.0%", "200", "Failed"]
     assert rows[-1][-1] == "DriverLimited"
     caption = " ".join(" ".join(line.split()) for line in lines[15:])
     assert "capacity 616.8 ops/s, bracket [616.8, 644.1]; stop Converged; confirmations 1" in caption
     assert "search 7m50s (40s a probe): 616.8 ops/s held, 644.1 ops/s failed (11 probes)" in caption
     assert f"driver-limited at 1,280 ops/s: {DRIVER}" in caption
+    assert "CPU: the nodes' mean; read: their disks' MiB/s" in caption
+    unread = shown(result(probes=[p.model_copy(update={"disk_read_bytes_per_second": None}) for p in result().probes]))
+    assert "read" not in unread[unread.index("Capacity of"):].splitlines()[2].split(), "a run file from before: no column"
     assert max(len(line.rstrip()) for line in text.splitlines()) <= 100
 
 
@@ -86,11 +90,12 @@ def test_show_fits_100_columns_with_a_p100_objective_and_says_when_no_rate_held(
     held = text[text.index("Capacity of"):]
     assert "…" not in held and max(len(line.rstrip()) for line in text.splitlines()) <= 100
     kinds, header = held.splitlines()[1:3]
-    assert kinds.split() == ["svc", "lat", "lat", "lat", "svc", "svc", "svc"]
-    assert header.split()[3:10] == ["p100*", "p50", "p90", "p99", "p50", "p90", "p99"]
-    assert header.split()[-3:] == ["CPU", "JIT", "verdict"] and held.splitlines()[4].split()[-2:] == ["39%", "Failed"]
+    assert kinds.split() == ["svc", "lat", "lat", "svc", "svc"]
+    assert header.split()[3:8] == ["p100*", "p50", "p99", "p50", "p99"]
+    assert header.split()[-4:] == ["CPU", "read", "JIT", "verdict"]
+    assert held.splitlines()[4].split()[-3:] == ["25.0", "39%", "Failed"]
     assert "JIT: its JIT compilers' share" in " ".join(held.split())
-    assert held.splitlines()[4].split()[3:7] == ["120k", "15k", "30k", "60k"], "ms in thousands from 10 s on"
+    assert held.splitlines()[4].split()[3:6] == ["120k", "15k", "60k"], "ms in thousands from 10 s on"
     assert "capacity – ops/s, bracket [–, 100]; stop BelowRange" in held
 
 

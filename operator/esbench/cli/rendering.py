@@ -223,8 +223,10 @@ def steady_state_table(tasks: list[models.TaskResult]) -> Table:
     return table
 
 
-# The percentiles of each probe `esbench show` prints beside the objective's, which comes first.
-CAPACITY_COLUMNS = tuple(f"{kind}.{p}" for kind in ("latency", "service_time") for p in ("p50", "p90", "p99"))
+# The percentiles of each probe `esbench show` prints beside the objective's, which comes first (the
+# p90s are in the status and on the report's curve: the table keeps to 100 columns with its CPU, disk
+# and JIT figures).
+CAPACITY_COLUMNS = tuple(f"{kind}.{p}" for kind in ("latency", "service_time") for p in ("p50", "p99"))
 WARMUP_VERDICT = "warm-up"  # a warm-up probe is not judged
 PROBE_VERDICT_COLOURS = {"Passed": "green", "Failed": "red", "DriverLimited": "yellow", WARMUP_VERDICT: "dim"}
 
@@ -236,19 +238,21 @@ def capacity_table(capacity: models.CapacityResult) -> Table:
     metrics = [capacity.metric, *(m for m in CAPACITY_COLUMNS if m != capacity.metric)]
     probes = capacity.probes
     jit = any(p.jit_share_percent is not None for p in [*capacity.warmup, *probes])
+    disk = any(p.disk_read_bytes_per_second is not None for p in [*capacity.warmup, *probes])
     per_probe = f" ({elapsed(sum(p.seconds for p in probes) / len(probes))} a probe)" if probes else ""
     notes = [f"capacity {_rate(capacity.capacity)} ops/s, bracket [{_rate(capacity.capacity)}, {_rate(capacity.upper)}]; "
              f"stop {capacity.stop}; confirmations {capacity.confirmations}; warm-up {_warmup(capacity)}",
              f"search {elapsed(capacity.seconds)}{per_probe}: {capacity.message}",
              "ops/s: offered (–: a warm-up, as fast as the clients can), achieved (Rally's median); behind: lag "
              f"gained a second (held: {capacitysearch.SHORTFALL:.0%} or less); ms (k: thousands): latency, service "
-             "time (* the objective); CPU: the nodes' mean" + ("; JIT: its JIT compilers' share" if jit else ""),
+             "time (* the objective); CPU: the nodes' mean" + ("; read: their disks' MiB/s" if disk else "")
+             + ("; JIT: its JIT compilers' share" if jit else ""),
              *(f"driver-limited at {_rate(p.target_throughput)} ops/s: {p.driver}" for p in probes if p.driver)]
     table = Table(title=escape(f"Capacity of {capacity.task} under {capacity.objective}"), title_justify="left",
                   caption=escape("\n".join(notes)), caption_justify="left", box=box.SIMPLE_HEAD,
                   show_edge=False, pad_edge=False, padding=(0, 1, 0, 0))
     headers = ["\noffered", "\nachieved", "\nbehind", *(_short_metric(m) + ("*" if m == capacity.metric else "") for m in metrics),
-               "\nerrors", "\nCPU", *(["\nJIT"] if jit else []), "\nverdict"]  # two lines: lat over p99 is narrower than "lat p99"
+               "\nerrors", "\nCPU", *(["\nread"] if disk else []), *(["\nJIT"] if jit else []), "\nverdict"]  # two lines: lat over p99 is narrower than "lat p99"
     for header in headers:
         table.add_column(header, justify="left" if header.endswith("verdict") else "right", no_wrap=True)
     for p in [*capacity.warmup, *probes]:
@@ -258,6 +262,7 @@ def capacity_table(capacity: models.CapacityResult) -> Table:
         verdict = p.verdict or WARMUP_VERDICT
         table.add_row(_rate(p.target_throughput), _rate(p.throughput), format_value(p.lag_growth_percent, "%"), *(_ms(figures.get(m)) for m in metrics),
                       format_value(p.error_rate, "fraction"), format_value(p.node_cpu_percent, "%"),
+                      *([_mib(p.disk_read_bytes_per_second)] if disk else []),
                       *([_percent(p.jit_share_percent)] if jit else []),
                       f"[{PROBE_VERDICT_COLOURS.get(verdict, 'default')}]{verdict}[/]")
     return table
@@ -272,6 +277,14 @@ def _warmup(capacity: models.CapacityResult) -> str:
 def _percent(value: float | None) -> str:
     """A share in whole percent: the JIT's is read as a trend towards none, and the table is full."""
     return "–" if value is None else f"{value:.0f}%"
+
+
+def _mib(value: float | None) -> str:
+    """Bytes as MiB, a tenth below 100: the column has room for four characters."""
+    if value is None:
+        return "–"
+    mib = value / 2**20
+    return f"{mib:.1f}" if mib < 99.95 else f"{mib:,.0f}"
 
 
 def _rate(value: float | None) -> str:

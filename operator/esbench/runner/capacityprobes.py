@@ -127,8 +127,16 @@ def probe_record(probe: capacitysearch.Probe, task: models.TaskResult, verdict: 
         service_time=task.service_time, error_rate=task.error_rate,
         node_cpu_percent=resources.process_cpu_percent if resources else None,
         jit_share_percent=None if probe.jit_share is None else round(100 * probe.jit_share, 1),
+        disk_read_bytes_per_second=disk_read_rate(resources),
         verdict=verdict.value if verdict else None,
         driver=driver, seconds=round(seconds, 1))
+
+
+def disk_read_rate(resources: models.TaskResources | None) -> float | None:
+    """Bytes a second the nodes' data disks read over the probe (none where Elasticsearch reports no I/O)."""
+    if resources is None or resources.io_read_bytes is None or not resources.seconds:
+        return None
+    return round(resources.io_read_bytes / resources.seconds)
 
 
 def jit_share(resources: models.TaskResources | None) -> float | None:

@@ -323,6 +323,9 @@ class CapacityProbe(Model):
     # Local mode only: the share of the nodes' CPU time the JVM's JIT compiler threads took, in percent
     # (TaskResources.jit_cpu_ms): it falls towards none as the node warms.
     jit_share_percent: float | None = None
+    # What the nodes' data disks read over the probe (TaskResources.io_read_bytes over its window), a
+    # second: on a store the page cache does not hold, what each rate costs the disk.
+    disk_read_bytes_per_second: float | None = None
     verdict: str | None = None  # analysis.capacitysearch.Verdict: Passed, Failed or DriverLimited; None in warm-up
     driver: str | None = None  # why the load driver, not the cluster, set the rate
     seconds: float  # the probe's time, esrally's start included
