@@ -124,6 +124,16 @@ def test_the_report_draws_each_percentile_against_the_offered_rate_with_the_boun
     assert [tuple(p) for p in limited.get_offsets()] == [(1280, 40)] and len(limited.get_facecolors()) == 0
     assert len(counterpart.lines) == 4, "the bound is drawn on the objective's percentile only"
     assert objective.get_xscale() == "log" and objective.get_yscale() == "log"
+    # Below the percentiles, what the nodes spent at each rate: where the curve breaks, CPU or disk at its limit.
+    cpu, disk = chart.figure.axes[4:6]
+    assert (cpu.get_title(), cpu.get_ylabel(), disk.get_title(), disk.get_ylabel()) == (
+        "node CPU", "%", "disk read", "MiB/s")
+    assert list(cpu.lines[0].get_ydata())[:3] == [10, 20, 40] and list(disk.lines[0].get_ydata())[:3] == [25, 50, 100]
+    assert len(disk.lines) == 4 and disk.get_yscale() == "linear", "no bound: the capacity marked, on a linear scale"
+    chart.close()
+    unspent = result(probes=[p.model_copy(update={"disk_read_bytes_per_second": None}) for p in result().probes])
+    chart = charts.capacity([entry("before", unspent)])
+    assert [ax.get_title() for ax in chart.figure.axes if ax.get_visible()][4:] == ["node CPU"], "none drawn empty"
     chart.close()
     assert charts.capacity([entry("no-search", None)]) is None
 

@@ -11,6 +11,7 @@ import io
 import json
 import math
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import matplotlib
@@ -285,15 +286,27 @@ def curves(entries: list[Entry]) -> Chart | None:
     return Chart("curves", f"Throughput against {setting}", figure)
 
 
-def _percentile(probe: models.CapacityProbe, metric: str) -> float | None:
-    kind, name = metric.split(".")
+# What the nodes spent at each rate, charted below the percentiles: where the curve breaks, whether
+# their CPU or their disk was at its limit. Each: its title, its unit, the figure of a probe.
+_SPENT_PANELS: dict[str, tuple[str, Callable[[models.CapacityProbe], float | None]]] = {
+    "node CPU": ("%", lambda p: p.node_cpu_percent),
+    "disk read": ("MiB/s", lambda p: None if p.disk_read_bytes_per_second is None
+                  else p.disk_read_bytes_per_second / 2**20),
+}
+
+
+def _probe_figure(probe: models.CapacityProbe, panel: str) -> float | None:
+    if panel in _SPENT_PANELS:
+        return _SPENT_PANELS[panel][1](probe)
+    kind, name = panel.split(".")
     figures = probe.latency if kind == "latency" else probe.service_time
     return getattr(figures, name) if figures else None
 
 
 def _capacity_panels(found: list[models.CapacityResult]) -> list[str]:
     """The percentiles charted: each objective's, the same percentile of the other timing (latency
-    counts the wait for a late send, service time does not) and the medians."""
+    counts the wait for a late send, service time does not) and the medians; then what the nodes
+    spent, where the probes have it."""
     panels: list[str] = []
     for result in found:
         kind, name = result.metric.split(".")
@@ -301,14 +314,15 @@ def _capacity_panels(found: list[models.CapacityResult]) -> list[str]:
         for metric in (result.metric, f"{other}.{name}", "latency.p50", "service_time.p50"):
             if metric not in panels:
                 panels.append(metric)
-    return panels
+    probes = [p for result in found for p in result.probes]
+    return panels + [panel for panel in _SPENT_PANELS if any(_probe_figure(p, panel) is not None for p in probes)]
 
 
 def capacity(entries: list[Entry]) -> Chart | None:
-    """workload.capacity's probes: per percentile, each probe's figure against the rate it was
-    offered (a dot; hollow where the load driver, not the cluster, set the rate), a line through
-    the median at each rate (confirmations probe a rate again), the objective's bound (dashed) and
-    the capacity found (dotted). One colour per Experiment."""
+    """workload.capacity's probes: per percentile (then the nodes' CPU and disk reads), each probe's
+    figure against the rate it was offered (a dot; hollow where the load driver, not the cluster,
+    set the rate), a line through the median at each rate (confirmations probe a rate again), the
+    objective's bound (dashed) and the capacity found (dotted). One colour per Experiment."""
     charted = [(e, c) for e, c in zip(entries, _colours(len(entries)), strict=True)
                if e.results.capacity and e.results.capacity.probes]
     if not charted:
@@ -321,7 +335,7 @@ def capacity(entries: list[Entry]) -> Chart | None:
         for entry, colour in charted:
             result = entry.results.capacity
             points = [(p.target_throughput, value, p.verdict == "DriverLimited") for p in result.probes
-                      if (value := _percentile(p, metric)) is not None]
+                      if (value := _probe_figure(p, metric)) is not None]
             held = [(x, y) for x, y, limited in points if not limited]
             limited = [(x, y) for x, y, limited in points if limited]
             if held:
@@ -337,14 +351,15 @@ def capacity(entries: list[Entry]) -> Chart | None:
                 ax.axhline(result.max_milliseconds, color=colour, linestyle="--", linewidth=1)
             if result.capacity is not None:
                 ax.axvline(result.capacity, color=colour, linestyle=":", linewidth=1.5)
-        values = [v for e, _ in charted for p in e.results.capacity.probes if (v := _percentile(p, metric))]
-        if values and max(values) / min(values) > 50:  # the rate past the capacity reads far slower
+        unit = _SPENT_PANELS[metric][0] if metric in _SPENT_PANELS else "ms"
+        values = [v for e, _ in charted for p in e.results.capacity.probes if (v := _probe_figure(p, metric))]
+        if unit == "ms" and values and max(values) / min(values) > 50:  # the rate past the capacity reads far slower
             ax.set_yscale("log")
         if min(rates) > 0 and max(rates) / min(rates) >= 8:  # the search grows and bisects by ratios
             ax.set_xscale("log", base=2)
             ax.xaxis.set_major_formatter(lambda value, _: f"{value:g}")
         ax.set_xlabel("offered rate (ops/s)")
-        ax.set_ylabel("ms")
+        ax.set_ylabel(unit)
         ax.set_title(metric + (" (objective)" if any(r.metric == metric for r in found) else ""))
     tasks = ", ".join(dict.fromkeys(r.task for r in found))
     figure.suptitle(f"Capacity of {tasks}: dots are probes (hollow: the load driver limited it), lines join the "
