@@ -237,8 +237,9 @@ def capacity_table(capacity: models.CapacityResult) -> Table:
     probe goes below the table, so that its lines keep to 100 columns."""
     metrics = [capacity.metric, *(m for m in CAPACITY_COLUMNS if m != capacity.metric)]
     probes = capacity.probes
-    jit = any(p.jit_share_percent is not None for p in [*capacity.warmup, *probes])
-    disk = any(p.disk_read_bytes_per_second is not None for p in [*capacity.warmup, *probes])
+    rows = [*capacity.warmup, *probes]
+    jit = any(p.jit_share_percent is not None for p in rows)
+    disk = any(p.disk_read_bytes_per_second is not None for p in rows)
     per_probe = f" ({elapsed(sum(p.seconds for p in probes) / len(probes))} a probe)" if probes else ""
     notes = [f"capacity {_rate(capacity.capacity)} ops/s, bracket [{_rate(capacity.capacity)}, {_rate(capacity.upper)}]; "
              f"stop {capacity.stop}; confirmations {capacity.confirmations}; warm-up {_warmup(capacity)}",
@@ -255,7 +256,7 @@ def capacity_table(capacity: models.CapacityResult) -> Table:
                "\nerrors", "\nCPU", *(["\nread"] if disk else []), *(["\nJIT"] if jit else []), "\nverdict"]  # two lines: lat over p99 is narrower than "lat p99"
     for header in headers:
         table.add_column(header, justify="left" if header.endswith("verdict") else "right", no_wrap=True)
-    for p in [*capacity.warmup, *probes]:
+    for p in rows:
         figures = {f"{kind}.{name}": getattr(timing, name) for kind, timing in (("latency", p.latency),
                                                                                 ("service_time", p.service_time))
                    if timing for name in ("p50", "p90", "p99", "p100")}
