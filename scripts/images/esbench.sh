@@ -62,7 +62,7 @@ if [ ! -s "$base.tar" ]; then  # moved in last: a base without it is unfinished
   wheels "$work/wheels" "esrally==$ESRALLY_VERSION"
   wheels "$work/otava-wheels" "apache-otava==$OTAVA_VERSION"
   # The RUN steps of operator/Dockerfile that do not involve our code, as mmdebstrap hooks.
-  mmdebstrap --quiet --variant=apt --include=python3,python3-venv,git,ca-certificates,openjdk-17-jre-headless \
+  mmdebstrap --quiet --variant=apt --include=python3,python3-venv,git,ca-certificates,openjdk-17-jre-headless,util-linux-extra \
     --customize-hook="copy-in $work/wheels $work/otava-wheels /tmp" \
     --customize-hook='chroot "$1" '"${CHROOT_ENV[*]}"' sh -ec "
         python3 -m venv /opt/rally

@@ -216,6 +216,11 @@ def test_quickstart_succeeds_with_sane_results_and_cleans_up_its_cluster(cluster
         # Rally reports a percentile only from enough samples: test mode's few requests give p100 alone.
         assert task["serviceTime"]["p100" if test_mode else "p50"] > 0 and task["serviceTime"]["unit"] == "ms", task
     assert tasks["index-append"]["throughput"]["unit"] == "docs/s"
+    # esbench's sidecar read the node beside each sample: its JVM, found in the pod's process namespace
+    # (7.x and 8.x start it differently), and its index files, on its data volume.
+    bulk = tasks["index-append"]["resources"]
+    assert bulk["jitCpuMs"] > 0 and bulk["gcCpuMs"] >= 0 and bulk["majorPageFaults"] >= 0, bulk
+    assert test_mode or bulk["indexFiles"], bulk  # means over the samples inside the task: test mode's may have none
     assert results["cluster"]["storeSizeBytes"] > 0
     assert results["cluster"]["segmentCount"] >= 1
     # As esbench sets every node it creates (models.DEFAULT_NODE_CONFIG), recorded as the node reports it.
@@ -333,6 +338,8 @@ def test_a_capacity_search_runs_in_the_rally_pod_after_the_race_and_its_probes_r
     assert 4 <= first < 8 and (first_verdict, top) == ("Passed", (8, "Passed")), found
     assert (found["stop"], found["capacity"]) == ("BudgetSpent", 8), found["message"]
     assert all(p["nodeCpuPercent"] > 0 and p["serviceTime"]["p50"] > 0 for p in found["probes"]), found["probes"]
+    # What the warm-up is for, measured on Kubernetes too: the JIT compilers' share of the node's CPU (the pod's sidecar).
+    assert all(p["jitSharePercent"] >= 0 for p in found["warmup"] + found["probes"]), found["warmup"]
     experiments.assert_no_pod_was_refused()
 
 

@@ -53,7 +53,7 @@ def cluster_manifest(namespace: str, name: str, version: str = "8.15.3") -> dict
     """The Elasticsearch resource esbench makes for an Experiment NAME with default settings."""
     experiment = manifests.Experiment(name, namespace, str(uuid.uuid4()), ExperimentSpec.model_validate(
         {"elasticsearch": {"version": version}, "workload": {"track": "smoke"}}))
-    manifest = manifests.elasticsearch_manifest(experiment)
+    manifest = manifests.elasticsearch_manifest(experiment, manifests.SidecarImage("docker.io/local/esbench:0.1.0"))
     # No Experiment exists here to own it: the garbage collector would delete it at once.
     del manifest["metadata"]["ownerReferences"]
     return manifest
@@ -92,6 +92,10 @@ def test_the_pods_eck_makes_for_our_cluster_pass_pod_security_restricted(
     volumes = [claims.pop(volume["name"], volume) for volume in template["spec"].get("volumes", [])]
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": pod_name, "labels": template["metadata"]["labels"]},
            "spec": {**template["spec"], "volumes": [*volumes, *claims.values()]}}
+    # ECK kept esbench's sidecar, the pod's one process namespace and the sidecar's view of the data volume.
+    sidecar = next(c for c in pod["spec"]["containers"] if c["name"] == manifests.SIDECAR_CONTAINER)
+    assert pod["spec"]["shareProcessNamespace"] is True
+    assert manifests.ES_DATA_VOLUME in {v["name"] for v in pod["spec"]["volumes"]} & {m["name"] for m in sidecar["volumeMounts"]}
     try:
         client.CoreV1Api(api_client).create_namespaced_pod(restricted_namespace, pod, dry_run="All")
     except ApiException as error:

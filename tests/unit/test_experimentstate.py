@@ -194,6 +194,18 @@ def test_a_profiled_race_on_a_cluster_that_records_no_profile_fails_invalid_spec
     of["spec"]["profile"] = {"event": "cpu"}
     end = state.await_cluster(of, experiment(of), cluster(up=True, name="shared", owners=STRANGERS), [], SOON)
     assert isinstance(end, End) and end.reason == Reason.INVALID_SPEC and "record no profile" in end.message
+    # Pods with esbench's sidecar but no profiler (made for an Experiment without spec.profile): the same.
+    made = manifests.elasticsearch_manifest(experiment(body()), manifests.SidecarImage("esbench:dev"))
+    end = state.await_cluster(of, experiment(of), {**cluster(up=True, name="shared", owners=STRANGERS), "spec": made["spec"]},
+                              [], SOON)
+    assert isinstance(end, End) and "record no profile" in end.message
+
+
+def test_a_race_on_a_cluster_esbench_made_reads_each_pods_sidecar():
+    of = body({"phase": "Provisioning"})
+    made = manifests.elasticsearch_manifest(experiment(of), manifests.SidecarImage("esbench:dev"))
+    start = state.await_cluster(of, experiment(of), {**cluster(up=True), "spec": made["spec"]}, [], SOON)
+    assert start.node_sidecars == ["https://exp-es-default-0.exp-es-default.ns.svc:9443"]
 
 
 @pytest.mark.parametrize("owners, now, expected", [

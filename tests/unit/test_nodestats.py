@@ -165,27 +165,54 @@ def test_what_the_nodes_merged_and_flushed_is_counted_per_task():
         path.removeprefix("nodes.*.") for path in nodestats.STATS_PATH.split("filter_path=")[1].split(",")}
 
 
+def local(counters):
+    return {nodestats.LOCAL_NODE: counters}
+
+
 def test_a_probes_counters_reach_the_one_nodes_task_figures():
     """Local mode adds what Elasticsearch does not report (the node's memory cgroup and threads) to its answers."""
-    samples = [nodestats.with_probe(timed(at, 0), {"major_page_faults": faults, "page_cache_bytes": cache,
-                                                   "jit_cpu_ms": jit, "gc_cpu_ms": gc})
+    samples = [nodestats.with_probe(timed(at, 0), local({"major_page_faults": faults, "page_cache_bytes": cache,
+                                                         "jit_cpu_ms": jit, "gc_cpu_ms": gc}))
                for at, faults, cache, jit, gc in ((0, 100, 10, 5, 1), (5, 400, 30, 65, 2), (10, 1100, 50, 85, 4))]
     figures = nodestats.task_resources(samples, taskwindows.TaskWindow("t", 0, 10), {"n1": 1})
     assert figures.major_page_faults == 1000 and figures.page_cache_bytes == 30
     assert figures.jit_cpu_ms == 80 and figures.gc_cpu_ms == 3
-    # Without a probe (Kubernetes, an existing cluster) the figures are unknown, not zero.
+    # Without a probe (an existing cluster) the figures are unknown, not zero.
     plain = nodestats.task_resources([timed(0, 0), timed(10, 0)], taskwindows.TaskWindow("t", 0, 10), {"n1": 1})
     assert plain.major_page_faults is None and plain.page_cache_bytes is None and plain.jit_cpu_ms is None
-    # A probe watches one node: an answer from two is not given one node's counters.
+    # A local node's probe names no node: an answer from two is not given one node's counters.
     two = {"nodes": {**timed(0, 0)["nodes"], **timed(0, 0, node_id="n2")["nodes"]}}
-    assert all(nodestats.PROBED not in node for node in nodestats.with_probe(two, {"major_page_faults": 1})["nodes"].values())
+    assert all(nodestats.PROBED not in node for node in nodestats.with_probe(two, local({"major_page_faults": 1}))["nodes"].values())
+
+
+def test_each_pods_counters_reach_its_own_node_and_the_task_figures_sum_the_nodes():
+    """On Kubernetes each pod's sidecar names its node (the pod's name, ECK's node name): counters go
+    to that node, and a task's figures add up the nodes (index files by extension)."""
+    def sample(at, jit_a, jit_b, files_b):
+        answer = {nodestats.SAMPLED_AT: at, "nodes": {**timed(at, 0, node_id="id-a")["nodes"], **timed(at, 0, node_id="id-b")["nodes"]}}
+        answer["nodes"]["id-a"]["name"], answer["nodes"]["id-b"]["name"] = "es-default-0", "es-default-1"
+        return nodestats.with_probe(answer, {
+            "es-default-1": {"jit_cpu_ms": jit_b, "major_page_faults": 0, "index_files": files_b},
+            "es-default-0": {"jit_cpu_ms": jit_a, "major_page_faults": 0, "index_files": {"fdt": {"size": 10, "cached": 10}}},
+            "es-other-0": {"jit_cpu_ms": 10_000}})  # no such node in the answer: left out
+
+    samples = [sample(0, 5, 100, {"fdt": {"size": 30, "cached": 0}}),
+               sample(10, 15, 400, {"fdt": {"size": 30, "cached": 20}, "doc": {"size": 4, "cached": 4}})]
+    assert samples[0]["nodes"]["id-b"][nodestats.PROBED]["jit_cpu_ms"] == 100
+    figures = nodestats.task_resources(samples, taskwindows.TaskWindow("t", 0, 10), {"id-a": 1, "id-b": 1})
+    assert figures.jit_cpu_ms == 10 + 300 and figures.major_page_faults == 0
+    assert figures.index_files == {"fdt": models.IndexFiles(size_bytes=10 + 30, cached_bytes=10 + 10),
+                                   "doc": models.IndexFiles(size_bytes=2, cached_bytes=2)}
+    # A pod whose sidecar did not answer leaves its node without counters, even as the answer's only node.
+    lone = nodestats.with_probe(timed(0, 0, node_id="es-default-2"), {"es-default-0": {"jit_cpu_ms": 1}})
+    assert nodestats.PROBED not in lone["nodes"]["es-default-2"]
 
 
 def test_the_index_files_in_the_page_cache_are_means_over_the_samples_inside_the_window():
     files = [{"fdt": {"size": 1000, "cached": 100}},
              {"fdt": {"size": 1000, "cached": 300}, "doc": {"size": 50, "cached": 50}},
              {"fdt": {"size": 1000, "cached": 800}}]
-    samples = [nodestats.with_probe(timed(at, 0), {"index_files": probed}) for at, probed in zip((0, 5, 20), files, strict=True)]
+    samples = [nodestats.with_probe(timed(at, 0), local({"index_files": probed})) for at, probed in zip((0, 5, 20), files, strict=True)]
     figures = nodestats.task_resources(samples, taskwindows.TaskWindow("t", 0, 10), {"n1": 1})
     # A file that appears in some samples (a segment a merge made or removed) counts as none in the others.
     assert figures.index_files == {"fdt": models.IndexFiles(size_bytes=1000, cached_bytes=200),

@@ -1,4 +1,4 @@
-"""The local node's index files in the page cache (localnode.pagecache), by the real fincore on
+"""A node's index files in the page cache (sidecar.pagecache), by the real fincore on
 real files: one read (cached), one whose pages were dropped; and how `esbench show` lists them."""
 
 import os
@@ -8,7 +8,7 @@ from rich.console import Console
 
 from esbench.api import models
 from esbench.cli import rendering
-from esbench.localnode import pagecache
+from esbench.sidecar import pagecache
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 

@@ -1,6 +1,7 @@
-"""spec.profile on Kubernetes, without a cluster: the pods that record themselves (manifests), the
-sidecar that serves their recordings (a real server on a folder), the runner that fetches what
-overlaps the race, and the report that carries the per-task stacks within a ConfigMap's size."""
+"""esbench's sidecar in the pods of the clusters it makes, and spec.profile on Kubernetes, without a
+cluster: the pods (manifests), the sidecar that serves each node's probe and recordings (a real
+server on a folder), the runner that reads the probes and fetches the recordings that overlap the
+race, and the report that carries the per-task stacks within a ConfigMap's size."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ import base64
 import gzip
 import json
 import os
+import socket
 import struct
 import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -24,9 +27,9 @@ from esbench.api import models
 from esbench.api.race_report import RaceReport
 from esbench.cli import rendering
 from esbench.planning import grid, manifests
-from esbench.runner import race
+from esbench.runner import race, sidecars
 from esbench.runner.podprofiles import PodProfiles
-from esbench.sidecar import recordingserver as sidecar
+from esbench.sidecar import nodeserver as sidecar
 from tests.support.waiting import wait_for
 
 RESTRICTED = {"allowPrivilegeEscalation": False, "runAsNonRoot": True, "capabilities": {"drop": ["ALL"]}}
@@ -43,8 +46,11 @@ def pod_spec(manifest, node_set=0):
     return manifest["spec"]["nodeSets"][node_set]["podTemplate"]["spec"]
 
 
+IMAGE = manifests.SidecarImage("esbench:dev", "Never")
+
+
 def test_a_profiled_cluster_starts_the_profiler_with_its_jvm_and_serves_the_recordings_over_its_own_tls(tmp_path):
-    pod = pod_spec(manifests.elasticsearch_manifest(experiment(), profiler_image="esbench:dev", image_pull_policy="Never"))
+    pod = pod_spec(manifests.elasticsearch_manifest(experiment(), IMAGE))
     [init] = [c for c in pod["initContainers"] if c["name"] == manifests.PROFILER_INIT_CONTAINER]
     [es, server] = pod["containers"]
     assert init["image"] == server["image"] == "esbench:dev" and server["imagePullPolicy"] == "Never"
@@ -65,40 +71,56 @@ def test_a_profiled_cluster_starts_the_profiler_with_its_jvm_and_serves_the_reco
     mounts = {m["mountPath"]: m for m in es["volumeMounts"]}
     assert mounts[manifests.ES_JVM_OPTIONS_DIR]["name"] == "esbench-jvm-options"
     assert mounts["/esbench/recordings"]["readOnly"] is False and mounts["/esbench/profiler"]["readOnly"] is True
-    # The sidecar: read-only, the elastic user's password as a file, ECK's HTTP certificate.
-    assert server["args"][0] == "serve-recordings" and "--certificate=/esbench/http-certs/tls.crt" in server["args"]
+    # The sidecar: read-only, the elastic user's password as a file, ECK's HTTP certificate; the node's
+    # processes (one process namespace for the pod) and its data volume.
+    assert "--certificate=/esbench/http-certs/tls.crt" in server["args"]
+    assert {"--recordings=/esbench/recordings", "--data=/esbench/data"} <= set(server["args"])
     assert all(m["readOnly"] for m in server["volumeMounts"])
+    assert {m["mountPath"]: m["name"] for m in server["volumeMounts"]}["/esbench/data"] == manifests.ES_DATA_VOLUME
+    assert pod["shareProcessNamespace"] is True
     volumes = {v["name"]: v for v in pod["volumes"]}
     assert volumes["esbench-elastic-password"]["secret"]["secretName"] == "prof-es-elastic-user"
     assert manifests.ES_HTTP_CERTS_VOLUME in {m["name"] for m in server["volumeMounts"]}
     assert manifests.ES_HTTP_CERTS_VOLUME not in volumes  # ECK's own volume, which ECK adds to the pod
     for container in (init, server):
         assert RESTRICTED.items() <= container["securityContext"].items(), container["name"]
-    assert server["resources"]["limits"]["memory"]
+    assert server["resources"]["limits"] == server["resources"]["requests"]  # a Guaranteed pod stays Guaranteed
 
 
-def test_without_tls_the_sidecar_serves_plain_http_and_without_a_profile_nothing_is_added():
-    pod = pod_spec(manifests.elasticsearch_manifest(experiment(tls=False), profiler_image="esbench:dev"))
+def test_without_tls_the_sidecar_serves_plain_http_and_without_a_profile_it_serves_the_probe_alone():
+    pod = pod_spec(manifests.elasticsearch_manifest(experiment(tls=False), IMAGE))
     [_, server] = pod["containers"]
     assert not any(a.startswith("--certificate") for a in server["args"])
-    assert {m["name"] for m in server["volumeMounts"]} == {"esbench-recordings", "esbench-elastic-password"}
-    plain = pod_spec(manifests.elasticsearch_manifest(experiment(profile=False)))
-    assert len(plain["containers"]) == 1 and "volumeMounts" not in plain["containers"][0]
+    assert {m["name"] for m in server["volumeMounts"]} == {"esbench-recordings", "esbench-elastic-password",
+                                                           manifests.ES_DATA_VOLUME}
+    plain = pod_spec(manifests.elasticsearch_manifest(experiment(profile=False), IMAGE))
+    [es, server] = plain["containers"]
+    assert "volumeMounts" not in es and not any(a.startswith("--recordings") for a in server["args"])
     assert [c["name"] for c in plain["initContainers"]] == list(manifests.ECK_INIT_CONTAINERS)
+    # The data volume the sidecar mounts: the claim's (the StatefulSet names the pod's volume after it), or an emptyDir.
+    claimed = manifests.elasticsearch_manifest(experiment(profile=False), IMAGE)
+    assert claimed["spec"]["nodeSets"][0]["volumeClaimTemplates"][0]["metadata"]["name"] == manifests.ES_DATA_VOLUME
+    assert {v["name"] for v in plain["volumes"]} == {"esbench-elastic-password"}
+    scratch = pod_spec(manifests.elasticsearch_manifest(experiment(profile=False, storage={"type": "EmptyDir"}), IMAGE))
+    assert {v["name"] for v in scratch["volumes"]} == {"esbench-elastic-password", manifests.ES_DATA_VOLUME}
+    # Without the esbench image (a resource rendered for reading): nothing of esbench's in the pods.
+    bare = pod_spec(manifests.elasticsearch_manifest(experiment(profile=False)))
+    assert len(bare["containers"]) == 1 and "shareProcessNamespace" not in bare
 
 
-def test_the_job_fetches_from_every_pod_of_every_node_set_by_the_names_ecks_certificate_holds():
+def test_the_job_reads_every_pod_of_every_node_set_by_the_names_ecks_certificate_holds():
     exp = experiment(nodeSets=[{"name": "hot", "count": 2}, {"name": "cold", "count": 1}])
-    resource = manifests.elasticsearch_manifest(exp, profiler_image="esbench:dev")
-    sources = manifests.recordings_sources("prof", "perf", resource)
+    resource = manifests.elasticsearch_manifest(exp, IMAGE)
+    sources = manifests.node_sidecars("prof", "perf", resource)
     assert sources == ["https://prof-es-hot-0.prof-es-hot.perf.svc:9443", "https://prof-es-hot-1.prof-es-hot.perf.svc:9443",
                        "https://prof-es-cold-0.prof-es-cold.perf.svc:9443"]
-    job = manifests.rally_job_manifest(exp, manifests.connection(exp, resource), "esbench:dev", "Never",
-                                       recordings_from=sources)
+    assert manifests.records_profile(resource)
+    job = manifests.rally_job_manifest(exp, manifests.connection(exp, resource), "esbench:dev", "Never", node_sidecars=sources)
     args = job["spec"]["template"]["spec"]["containers"][0]["args"]
-    assert [a for a in args if a.startswith("--recordings-from=")] == [f"--recordings-from={s}" for s in sources]
-    # A cluster whose pods do not record (made without spec.profile): nothing to fetch from.
-    assert manifests.recordings_sources("prof", "perf", manifests.elasticsearch_manifest(experiment(profile=False))) is None
+    assert [a for a in args if a.startswith("--node-sidecar=")] == [f"--node-sidecar={s}" for s in sources]
+    # Pods without a profiler still have the sidecar; pods of a cluster made without esbench's image have none.
+    assert not manifests.records_profile(manifests.elasticsearch_manifest(experiment(profile=False), IMAGE))
+    assert manifests.node_sidecars("prof", "perf", manifests.elasticsearch_manifest(experiment(profile=False))) is None
 
 
 def test_the_operator_refuses_a_profile_of_an_external_cluster_only():
@@ -136,13 +158,19 @@ def test_the_report_carries_every_tasks_stacks_trimmed_to_the_most_sampled_withi
 
 @pytest.fixture
 def served(tmp_path):
-    """The sidecar's server on a folder of recordings, on a free port, as the pod runs it (plain HTTP)."""
+    """The sidecar's server on a folder of recordings, on a free port, as the pod runs it (plain HTTP);
+    its probe counts the calls."""
     folder, password = tmp_path / "recordings", tmp_path / "password"
     folder.mkdir()
     password.write_text("s3cret\n")
     listings = []  # each listing it answered: evidence of a client's polling
+    probes = []
 
-    class Handler(sidecar.make_handler(folder, password)):
+    def probe():
+        probes.append(time.time())
+        return {"jit_cpu_ms": 10.0 * len(probes)}
+
+    class Handler(sidecar.make_handler(password, probe, "prof-es-default-0", folder)):
         def do_GET(self):
             super().do_GET()
             if self.path == "/recordings":
@@ -152,6 +180,32 @@ def served(tmp_path):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield folder, f"http://127.0.0.1:{server.server_address[1]}", listings
     server.shutdown()
+
+
+def test_the_sidecar_serves_the_nodes_probe_to_the_elastic_user_and_the_runner_reads_it_by_node(served):
+    _, url, _ = served
+    assert json.loads(get(url + "/probe")) == {"node": "prof-es-default-0", "counters": {"jit_cpu_ms": 10.0}}
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        get(url + "/probe", "wrong")
+    assert refused.value.code == 401
+    # The runner asks every pod's sidecar beside each sample; one that does not answer leaves its node out.
+    probe = sidecars.probe([url, "http://127.0.0.1:9"], "s3cret", None)
+    assert probe() == {"prof-es-default-0": {"jit_cpu_ms": 20.0}}
+
+
+def test_a_sidecar_without_recordings_serves_none(tmp_path):
+    password = tmp_path / "password"
+    password.write_text("s3cret")
+    server = ThreadingHTTPServer(("127.0.0.1", 0), sidecar.make_handler(password, dict, "n"))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        assert json.loads(get(url + "/probe")) == {"node": "n", "counters": {}}
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            get(url + "/recordings")
+        assert refused.value.code == 404
+    finally:
+        server.shutdown()
 
 
 def jfr(start, end, finished=True, body=b""):
@@ -235,3 +289,31 @@ def test_show_names_the_configmap_of_a_kubernetes_run_and_says_why_a_profile_is_
     text = console.export_text()
     assert "stacks in ConfigMap prof-profiles" in text and "incomplete: no window in Rally's log for search" in text
     assert "40.0 %  org.elasticsearch.index.engine.InternalEngine.index" in text
+
+
+def test_the_sidecars_command_serves_the_probe_under_the_pods_host_name(tmp_path):
+    """The sidecar as the pod runs it (its command and arguments from the manifest, folders of ours)."""
+    password = tmp_path / "password"
+    password.write_text("s3cret")
+    (tmp_path / "data").mkdir()
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    [_, server] = pod_spec(manifests.elasticsearch_manifest(experiment(tls=False, profile=False), IMAGE))["containers"]
+    args = [a.replace(manifests.SIDECAR_DATA_DIR, str(tmp_path / "data")).replace(f"={manifests.SIDECAR_PORT}", f"={port}")
+            .replace("/esbench/elastic/password", str(password)) for a in server["args"]]
+    assert server["command"] == ["python", "-m", "esbench.sidecar"]  # the image's PATH has its venv's python first
+    served = subprocess.Popen([sys.executable, *server["command"][1:], *args])
+    try:
+        answer = wait_for(lambda: _answer(f"http://127.0.0.1:{port}/probe"), 30, what="the sidecar to answer")
+        assert answer["node"] == socket.gethostname() and isinstance(answer["counters"], dict)
+    finally:
+        served.terminate()
+        assert served.wait(timeout=30) == 0  # SIGTERM: it exits at once, as a pod's deletion needs
+
+
+def _answer(url):
+    try:
+        return json.loads(get(url))
+    except OSError:
+        return None

@@ -1,11 +1,11 @@
-"""The CPU time of a node's JIT compiler and GC threads (localnode.threadcpu), on a /proc laid out
+"""The CPU time of a node's JIT compiler and GC threads (sidecar.threadcpu), on a /proc laid out
 in a folder as the kernel lays it out (a real node's: tests/cli/test_run.py)."""
 
 import os
 
 import pytest
 
-from esbench.localnode import threadcpu
+from esbench.sidecar import threadcpu
 
 MS_PER_TICK = 1000 / os.sysconf("SC_CLK_TCK")
 

@@ -17,8 +17,7 @@ from esbench.analysis import asyncprofiler
 from esbench.api import models
 from esbench.api.reasons import Reason
 from esbench.cli import commands, credentials, history
-from esbench.runner import podprofiles, race
-from esbench.sidecar import recordingserver
+from esbench.runner import podprofiles, race, sidecars
 
 
 def load_spec(text: str) -> models.ExperimentSpec:
@@ -50,12 +49,13 @@ def main() -> None:
 @click.option("--snapshot-repository", default=None, metavar="LOCATION",
               help="For workload.reuseIndex: a folder in the path.repo of the target's nodes, where they keep "
                    "the snapshots of built indices.")
-@click.option("--recordings-from", multiple=True, metavar="URL",
-              help="For spec.profile, on nodes that record themselves (Kubernetes): each node's server of its "
-                   "recordings (repeatable). The report then carries the per-task stacks.")
+@click.option("--node-sidecar", "node_sidecars", multiple=True, metavar="URL",
+              help="Each node's esbench sidecar (Kubernetes; repeatable): what the node does not report itself, "
+                   "beside each _nodes/stats sample, and with spec.profile its recordings (the report then "
+                   "carries the per-task stacks).")
 def race_command(spec_file: Path | None, target_url: str, ca_file: str | None, race_id: str | None,
          work_dir: Path, target_timeout: float, unassigned_timeout: float, snapshot_repository: str | None,
-         recordings_from: tuple[str, ...]) -> None:
+         node_sidecars: tuple[str, ...]) -> None:
     """Run one Rally race against TARGET and print the race report lines.
 
     Credentials come from ES_USERNAME and ES_PASSWORD, or ES_PASSWORD_FILE naming a file that
@@ -86,35 +86,19 @@ def race_command(spec_file: Path | None, target_url: str, ca_file: str | None, r
             unassigned_timeout=unassigned_timeout,
             snapshot_repository=snapshot_repository,
         )
-        if spec.profile and recordings_from:
+        if node_sidecars:
+            settings.node_probe = sidecars.probe(list(node_sidecars), password, ca_file)
+        if spec.profile and node_sidecars:
             # The esbench image carries the converter there (ESBENCH_ASYNC_PROFILER) and a JRE to run it.
             home = Path(os.environ.get("ESBENCH_ASYNC_PROFILER", "/opt/async-profiler"))
             settings.profiler = podprofiles.PodProfiles(
-                spec.profile, list(recordings_from), work_dir / "recordings", Path(shutil.which("java") or "java"),
+                spec.profile, list(node_sidecars), work_dir / "recordings", Path(shutil.which("java") or "java"),
                 home / asyncprofiler.CONVERTER, password=password, ca_file=ca_file)
         report = race.run(settings)
         if settings.profiler:
             race.attach_profiles(report, work_dir / race.PROFILES)
     race.print_report(report)
     sys.exit(race.exit_code(report))
-
-
-@main.command("serve-recordings")
-@click.option("--folder", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help="Where the profiler writes its recordings.")
-@click.option("--port", type=click.IntRange(1, 65535), default=9443, show_default=True)
-@click.option("--password-file", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="The elastic user's password, which a request must send (basic auth).")
-@click.option("--certificate", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="Serve HTTPS with this certificate chain (the cluster's HTTP certificate) ...")
-@click.option("--key", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="... and its key.")
-def serve_recordings_command(folder: Path, port: int, password_file: Path, certificate: Path | None,
-                             key: Path | None) -> None:
-    """Serve the profiler's finished recordings read-only: the sidecar of a profiled Elasticsearch pod."""
-    if (certificate is None) != (key is None):
-        raise click.UsageError("--certificate and --key go together")
-    recordingserver.serve(folder, port, password_file, certificate, key)
 
 
 @main.command()

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from esbench.esclient import Client
+from esbench.planning.manifests import SidecarImage
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,11 @@ class Settings:
     rally_resources: dict[str, Any] | None = None
     # Where every succeeded Experiment is recorded (the chart's resultsStore); none: not recorded.
     results_store: Client | None = None
+
+    @property
+    def sidecar_image(self) -> SidecarImage:
+        """The esbench image, which runs the Rally Job and the sidecar of the clusters esbench makes."""
+        return SidecarImage(self.rally_image, self.rally_image_pull_policy)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:

@@ -69,7 +69,7 @@ class StartRace:
     """The cluster under test is ready: create the Rally Job."""
 
     verdict: readiness.Readiness
-    recordings_from: list[str] | None  # the cluster's profile recordings, for a profiled race
+    node_sidecars: list[str] | None  # the esbench sidecars of the cluster's pods, where esbench made it
 
 
 @dataclass(frozen=True)
@@ -172,13 +172,11 @@ def await_cluster(body: dict[str, Any], experiment: manifests.Experiment, es: di
         verdict = readiness.readiness(es, accept_yellow=not experiment.owns_cluster)
     if not verdict.ready:
         return _not_ready(body, experiment, verdict, now)
-    recordings_from = None
-    if experiment.spec.profile:
-        recordings_from = manifests.recordings_sources(experiment.cluster, experiment.namespace, es)
-        if recordings_from is None:
-            return End(Reason.INVALID_SPEC, f"spec.profile: the nodes of Elasticsearch {experiment.cluster} record no "
-                       "profile (esbench starts the profiler with the clusters it makes for a profiled Experiment or sweep)")
-    return StartRace(verdict, recordings_from)
+    sidecars = manifests.node_sidecars(experiment.cluster, experiment.namespace, es) if es else None
+    if experiment.spec.profile and not (es and manifests.records_profile(es)):
+        return End(Reason.INVALID_SPEC, f"spec.profile: the nodes of Elasticsearch {experiment.cluster} record no "
+                   "profile (esbench starts the profiler with the clusters it makes for a profiled Experiment or sweep)")
+    return StartRace(verdict, sidecars)
 
 
 def _not_ready(body: dict[str, Any], experiment: manifests.Experiment, verdict: readiness.Readiness,

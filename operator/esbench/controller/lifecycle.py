@@ -96,8 +96,7 @@ class Reconciler:
     # --- steps ---
 
     def _elasticsearch_manifest(self, experiment: manifests.Experiment) -> dict[str, Any]:
-        return manifests.elasticsearch_manifest(experiment, profiler_image=self.settings.rally_image,
-                                                image_pull_policy=self.settings.rally_image_pull_policy)
+        return manifests.elasticsearch_manifest(experiment, self.settings.sidecar_image)
 
     def _provision(self, body: dict[str, Any], experiment: manifests.Experiment) -> dict[str, Any]:
         if not experiment.owns_cluster:
@@ -143,7 +142,7 @@ class Reconciler:
         job = manifests.rally_job_manifest(experiment, manifests.connection(experiment, es),
                                           self.settings.rally_image, self.settings.rally_image_pull_policy,
                                           self.settings.job_deadline_grace_seconds, self.settings.rally_resources,
-                                          start.recordings_from)
+                                          start.node_sidecars)
         job_name = job["metadata"]["name"]
         try:
             created = self.kube.create_job(job)

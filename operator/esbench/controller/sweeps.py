@@ -141,11 +141,10 @@ class SweepReconciler:
         if start.cluster:
             es = Elasticsearch.model_validate(run.cell.spec["elasticsearch"])
             profile = run.cell.spec.get("profile")
-            profiling = manifests.Profiling(Profile.model_validate(profile), self.settings.rally_image,
-                                            self.settings.rally_image_pull_policy) if profile else None
             # Its runs share it: an index one of them builds, the others may restore.
             snapshots = bool((run.cell.spec.get("workload") or {}).get("reuseIndex"))
-            self.kube.create_elasticsearch(manifests.cluster_manifest(sweep, start.cluster, es, profiling, snapshots))
+            self.kube.create_elasticsearch(manifests.cluster_manifest(
+                sweep, start.cluster, es, self.settings.sidecar_image, None if profile is None else Profile.model_validate(profile), snapshots))
         self.kube.create_experiment(start.manifest)
         retry = f" (attempt {start.attempt})" if start.attempt > 1 else ""
         self.emit(body, "Normal", Reason.RUN_STARTED, f"{start.manifest['metadata']['name']}: cell {run.cell.id} "

@@ -13,7 +13,6 @@ can run side by side and nothing is written into the download cache.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import pwd
 import secrets
@@ -33,10 +32,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from esbench.localnode import maven, pagecache, rootendpoint, threadcpu
+from esbench.localnode import maven, rootendpoint
 from esbench.localnode.cgroups import CpuCgroup, MemoryCgroup, Unavailable
 from esbench.localnode.cpus import on_cpus
+from esbench.runner.nodestats import LOCAL_NODE
 from esbench.runner.target import Target
+from esbench.sidecar.nodeprobe import NodeProbe
 
 MAVEN_BASE = f"{maven.CENTRAL}/org/elasticsearch/distribution/integ-test-zip/elasticsearch"
 SYSTEM_USER = "esbench-es"
@@ -171,20 +172,15 @@ class LocalCluster:
     def client(self) -> Target:
         return Target(self.url, self.username, self.password, self.ca_file)
 
-    def probe(self) -> Callable[[], dict[str, Any]]:
+    def probe(self) -> Callable[[], dict[str, dict[str, Any]]]:
         """For one race: what Elasticsearch does not report of this node, read beside each of its
-        _nodes/stats answers (the CPU time of its JIT compiler and GC threads; with a memory cgroup,
-        major page faults and the page cache; what of its index files the page cache holds)."""
-        threads = threadcpu.ThreadCpu(self.server_pid())
+        _nodes/stats answers (NodeProbe; with a memory cgroup, its major page faults, of all the
+        node's processes, and its page cache)."""
+        node = NodeProbe(self.base_dir / "data", self.server_pid)
         memory = self.memory
-        data = self.base_dir / "data"
 
-        def counters() -> dict[str, Any]:
-            probed: dict[str, Any] = {**threads.counters(), **(memory.counters() if memory else {})}
-            # Without fincore, or with files it may not read, the other counters still count.
-            with contextlib.suppress(OSError, subprocess.SubprocessError):
-                probed["index_files"] = pagecache.by_extension(pagecache.index_files(data))
-            return probed
+        def counters() -> dict[str, dict[str, Any]]:
+            return {LOCAL_NODE: {**node.counters(), **(memory.counters() if memory else {})}}
 
         return counters
 

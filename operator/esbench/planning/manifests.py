@@ -61,11 +61,17 @@ ES_POD_SECURITY_CONTEXT = {"runAsNonRoot": True, "runAsUser": 1000, "fsGroup": 1
 ES_CONTAINER_SECURITY_CONTEXT = {"allowPrivilegeEscalation": False, "privileged": False, "readOnlyRootFilesystem": True,
                                  "capabilities": {"drop": ["ALL"]}, "runAsNonRoot": True}
 ECK_INIT_CONTAINERS = ("elastic-internal-init-filesystem", "elastic-internal-suspend")
+# A sidecar of the esbench image in each pod of a cluster esbench makes serves the Rally Job what the
+# node does not report itself (esbench.sidecar.nodeserver), from the Elasticsearch container's
+# processes (the pod shares one process namespace) and its data volume, read-only.
+SIDECAR_CONTAINER = "esbench-sidecar"
+SIDECAR_PORT = 9443
+SIDECAR_DATA_DIR = "/esbench/data"
+ES_DATA_VOLUME = "elasticsearch-data"  # ECK's name for a node's path.data volume
+SIDECAR_RESOURCES = {"cpu": "50m", "memory": "128Mi"}
 # spec.profile: an init container of the esbench image puts async-profiler's library and a JVM
-# options file that starts it beside Elasticsearch; a sidecar serves the recordings (docs/profiles.md).
+# options file that starts it beside Elasticsearch; the sidecar serves the recordings (docs/profiles.md).
 PROFILER_INIT_CONTAINER = "esbench-profiler"
-RECORDINGS_CONTAINER = "esbench-recordings"
-RECORDINGS_PORT = 9443
 IMAGE_PROFILER_DIR = "/opt/async-profiler"  # in the esbench image (ESBENCH_ASYNC_PROFILER)
 PROFILER_DIR = "/esbench/profiler"
 RECORDINGS_DIR = "/esbench/recordings"
@@ -182,30 +188,26 @@ def _metadata(owner: Owner, name: str, component: str) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class Profiling:
-    """What a cluster's pods need to record a profile: how, and the esbench image that brings the profiler."""
+class SidecarImage:
+    """The esbench image, which the sidecar of a cluster's pods runs (and a profiled cluster's profiler comes from)."""
 
-    profile: Profile
     image: str
-    image_pull_policy: str
+    image_pull_policy: str = "IfNotPresent"
 
 
-def elasticsearch_manifest(experiment: Experiment, *, profiler_image: str | None = None,
-                           image_pull_policy: str = "IfNotPresent") -> dict[str, Any]:
-    """The ECK Elasticsearch resource for the Experiment's own cluster; with spec.profile, its pods
-    record one from their start (PROFILER_IMAGE, the esbench image, brings the profiler)."""
+def elasticsearch_manifest(experiment: Experiment, sidecar: SidecarImage | None = None) -> dict[str, Any]:
+    """The ECK Elasticsearch resource for the Experiment's own cluster, its pods with esbench's
+    sidecar (SIDECAR: the operator's image); with spec.profile, they record one from their start."""
     assert experiment.spec.elasticsearch is not None, "only an Experiment with spec.elasticsearch owns a cluster"
-    profiling = None
-    if experiment.spec.profile:
-        assert profiler_image, "a profiled cluster needs the esbench image"
-        profiling = Profiling(experiment.spec.profile, profiler_image, image_pull_policy)
-    return cluster_manifest(experiment, experiment.cluster, experiment.spec.elasticsearch, profiling)
+    return cluster_manifest(experiment, experiment.cluster, experiment.spec.elasticsearch, sidecar, experiment.spec.profile)
 
 
-def cluster_manifest(owner: Owner, name: str, es: Elasticsearch, profiling: Profiling | None = None,
-                     snapshots: bool = False) -> dict[str, Any]:
-    """An ECK Elasticsearch resource as spec.elasticsearch describes it, owned by owner; with
-    SNAPSHOTS, a place for the snapshots of workload.reuseIndex (see _add_snapshots)."""
+def cluster_manifest(owner: Owner, name: str, es: Elasticsearch, sidecar: SidecarImage | None = None,
+                     profile: Profile | None = None, snapshots: bool = False) -> dict[str, Any]:
+    """An ECK Elasticsearch resource as spec.elasticsearch describes it, owned by owner; its pods
+    with esbench's sidecar when given its image (the operator always does), recording PROFILE
+    if any; with SNAPSHOTS, a place for the snapshots of workload.reuseIndex (see _add_snapshots)."""
+    assert sidecar or not profile, "a profiled cluster needs the esbench image"
     node_sets = es.node_sets or []
     if not node_sets:
         node_sets_spec = [("default", es.node_count or 1, None)]
@@ -225,9 +227,9 @@ def cluster_manifest(owner: Owner, name: str, es: Elasticsearch, profiling: Prof
         manifest["spec"]["image"] = es.image
     if not es.tls:
         manifest["spec"]["http"] = {"tls": {"selfSignedCertificate": {"disabled": True}}}
-    if profiling:
+    if sidecar:
         for node_set in manifest["spec"]["nodeSets"]:
-            _add_profiler(node_set["podTemplate"]["spec"], profiling, name, es.tls)
+            _add_sidecar(node_set["podTemplate"]["spec"], sidecar, name, es.tls, profile)
     if snapshots and es.nodes() == 1 and "path.repo" not in es.node_config():
         _add_snapshots(manifest["spec"]["nodeSets"][0])
     return manifest
@@ -286,66 +288,89 @@ def _node_set(owner: Owner, es: Elasticsearch, name: str, count: int, roles: lis
     return node_set
 
 
-def _add_profiler(pod_spec: dict[str, Any], profiling: Profiling, cluster: str, tls: bool) -> None:
-    """async-profiler in the Elasticsearch JVM from its start, a new JFR file at every turn of its
-    loop, and the sidecar that serves the finished files to the Rally Job (docs/profiles.md)."""
-    # %p: Elasticsearch's launcher starts a short JVM with the same options to read its final flags;
-    # named by time alone, its file and the server's first one could be the same file.
-    options = asyncprofiler.start_options(profiling.profile, f"{RECORDINGS_DIR}/recording-%p-%t.jfr",
-                                          asyncprofiler.RECORDING_LOOP)
-    jvm_option = f"-agentpath:{PROFILER_DIR}/{asyncprofiler.LIBRARY}={options}"
-    security = copy.deepcopy(ES_CONTAINER_SECURITY_CONTEXT)
+def _mount(volume: str, path: str, read_only: bool = True) -> dict[str, Any]:
+    return {"name": volume, "mountPath": path, "readOnly": read_only}
 
-    def mount(volume: str, path: str, read_only: bool = True) -> dict[str, Any]:
-        return {"name": volume, "mountPath": path, "readOnly": read_only}
 
-    pod_spec.setdefault("volumes", []).extend([
-        {"name": "esbench-profiler", "emptyDir": {}},
-        {"name": "esbench-jvm-options", "emptyDir": {}},
-        {"name": "esbench-recordings", "emptyDir": {}},
+def _add_sidecar(pod_spec: dict[str, Any], sidecar: SidecarImage, cluster: str, tls: bool, profile: Profile | None) -> None:
+    """The sidecar that serves the node's probe (and with PROFILE, its recordings) to the Rally Job."""
+    # The sidecar reads the Elasticsearch JVM's threads in /proc; the pod's first process is then the
+    # kubelet's pause container, which reaps what the JVM's launcher leaves.
+    pod_spec["shareProcessNamespace"] = True
+    pod_spec.setdefault("volumes", []).append(
         # Readable by its owner (root) alone; the kubelet gives the pod's fsGroup read on it.
         {"name": "esbench-elastic-password", "secret": {"secretName": names.es_elastic_user_secret(cluster),
                                                         "items": [{"key": "elastic", "path": "password"}],
-                                                        "defaultMode": 0o400}},
+                                                        "defaultMode": 0o400}})
+    args = [f"--data={SIDECAR_DATA_DIR}", f"--port={SIDECAR_PORT}", "--password-file=/esbench/elastic/password"]
+    mounts = [_mount(ES_DATA_VOLUME, SIDECAR_DATA_DIR), _mount("esbench-elastic-password", "/esbench/elastic")]
+    if profile:
+        _add_profiler(pod_spec, profile, sidecar)
+        args.append(f"--recordings={RECORDINGS_DIR}")
+        mounts.append(_mount("esbench-recordings", RECORDINGS_DIR))
+    if tls:  # ECK's certificate of the cluster, which names each pod of a node set
+        args += ["--certificate=/esbench/http-certs/tls.crt", "--key=/esbench/http-certs/tls.key"]
+        mounts.append(_mount(ES_HTTP_CERTS_VOLUME, "/esbench/http-certs"))
+    pod_spec["containers"].append({
+        "name": SIDECAR_CONTAINER, "image": sidecar.image, "imagePullPolicy": sidecar.image_pull_policy,
+        "command": ["python", "-m", "esbench.sidecar"], "args": args,
+        "ports": [{"name": "esbench", "containerPort": SIDECAR_PORT, "protocol": "TCP"}],
+        "volumeMounts": mounts, "securityContext": copy.deepcopy(ES_CONTAINER_SECURITY_CONTEXT),
+        # Limits equal to requests: a pod whose Elasticsearch container is Guaranteed stays so.
+        "resources": {"requests": dict(SIDECAR_RESOURCES), "limits": dict(SIDECAR_RESOURCES)},
+    })
+
+
+def _add_profiler(pod_spec: dict[str, Any], profile: Profile, sidecar: SidecarImage) -> None:
+    """async-profiler in the Elasticsearch JVM from its start, a new JFR file at every turn of its
+    loop, in a folder the sidecar serves (docs/profiles.md)."""
+    # %p: Elasticsearch's launcher starts a short JVM with the same options to read its final flags;
+    # named by time alone, its file and the server's first one could be the same file.
+    options = asyncprofiler.start_options(profile, f"{RECORDINGS_DIR}/recording-%p-%t.jfr", asyncprofiler.RECORDING_LOOP)
+    jvm_option = f"-agentpath:{PROFILER_DIR}/{asyncprofiler.LIBRARY}={options}"
+    pod_spec["volumes"].extend([
+        {"name": "esbench-profiler", "emptyDir": {}},
+        {"name": "esbench-jvm-options", "emptyDir": {}},
+        {"name": "esbench-recordings", "emptyDir": {}},
     ])
     pod_spec["initContainers"].append({
-        "name": PROFILER_INIT_CONTAINER, "image": profiling.image, "imagePullPolicy": profiling.image_pull_policy,
+        "name": PROFILER_INIT_CONTAINER, "image": sidecar.image, "imagePullPolicy": sidecar.image_pull_policy,
         "command": ["sh", "-ec", 'cp "$1" "$2/" && printf "%s\\n" "$3" > "$4"', "sh",
                     f"{IMAGE_PROFILER_DIR}/{asyncprofiler.LIBRARY}", PROFILER_DIR, jvm_option,
                     "/jvm-options/esbench-profiler.options"],
-        "volumeMounts": [mount("esbench-profiler", PROFILER_DIR, False), mount("esbench-jvm-options", "/jvm-options", False)],
-        "securityContext": security,
+        "volumeMounts": [_mount("esbench-profiler", PROFILER_DIR, False), _mount("esbench-jvm-options", "/jvm-options", False)],
+        "securityContext": copy.deepcopy(ES_CONTAINER_SECURITY_CONTEXT),
     })
-    es_container = pod_spec["containers"][0]
-    es_container["volumeMounts"] = [mount("esbench-profiler", PROFILER_DIR), mount("esbench-jvm-options", ES_JVM_OPTIONS_DIR),
-                                    mount("esbench-recordings", RECORDINGS_DIR, False)]
-    args = ["serve-recordings", f"--folder={RECORDINGS_DIR}", f"--port={RECORDINGS_PORT}",
-            "--password-file=/esbench/elastic/password"]
-    mounts = [mount("esbench-recordings", RECORDINGS_DIR), mount("esbench-elastic-password", "/esbench/elastic")]
-    if tls:  # ECK's certificate of the cluster, which names each pod of a node set
-        args += ["--certificate=/esbench/http-certs/tls.crt", "--key=/esbench/http-certs/tls.key"]
-        mounts.append(mount(ES_HTTP_CERTS_VOLUME, "/esbench/http-certs"))
-    pod_spec["containers"].append({
-        "name": RECORDINGS_CONTAINER, "image": profiling.image, "imagePullPolicy": profiling.image_pull_policy,
-        "args": args, "ports": [{"name": "recordings", "containerPort": RECORDINGS_PORT, "protocol": "TCP"}],
-        "volumeMounts": mounts, "securityContext": copy.deepcopy(security),
-        "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}, "limits": {"memory": "128Mi"}},
-    })
+    pod_spec["containers"][0].setdefault("volumeMounts", []).extend([
+        _mount("esbench-profiler", PROFILER_DIR), _mount("esbench-jvm-options", ES_JVM_OPTIONS_DIR),
+        _mount("esbench-recordings", RECORDINGS_DIR, False)])
 
 
-def recordings_sources(cluster: str, namespace: str, elasticsearch: dict[str, Any]) -> list[str] | None:
-    """The recordings sidecar of every pod of an ECK cluster whose pods record a profile, else None."""
-    spec = elasticsearch.get("spec") or {}
+def _every_pod_has(elasticsearch: dict[str, Any], kind: str, name: str) -> bool:
+    """Whether the pods of every node set of an ECK cluster have a container (KIND: containers,
+    initContainers) of this name."""
+    node_sets = (elasticsearch.get("spec") or {}).get("nodeSets") or []
+    return bool(node_sets) and all(
+        any(c.get("name") == name for c in ((ns.get("podTemplate") or {}).get("spec") or {}).get(kind) or [])
+        for ns in node_sets)
+
+
+def records_profile(elasticsearch: dict[str, Any]) -> bool:
+    """Whether the pods of an ECK cluster record a profile (esbench started their profiler)."""
+    return _every_pod_has(elasticsearch, "initContainers", PROFILER_INIT_CONTAINER)
+
+
+def node_sidecars(cluster: str, namespace: str, elasticsearch: dict[str, Any]) -> list[str] | None:
+    """The esbench sidecar of every pod of an ECK cluster whose pods carry one, else None."""
+    if not _every_pod_has(elasticsearch, "containers", SIDECAR_CONTAINER):
+        return None
     scheme = "https" if readiness.serves_tls(elasticsearch) else "http"
     sources = []
-    for node_set in spec.get("nodeSets") or []:
-        containers = ((node_set.get("podTemplate") or {}).get("spec") or {}).get("containers") or []
-        if not any(c.get("name") == RECORDINGS_CONTAINER for c in containers):
-            return None
+    for node_set in elasticsearch["spec"]["nodeSets"]:
         service = names.es_node_set_service(cluster, node_set["name"])
-        sources += [f"{scheme}://{service}-{i}.{service}.{namespace}.svc:{RECORDINGS_PORT}"
+        sources += [f"{scheme}://{service}-{i}.{service}.{namespace}.svc:{SIDECAR_PORT}"
                     for i in range(node_set.get("count", 1))]
-    return sources or None
+    return sources
 
 
 @dataclass(frozen=True)
@@ -382,12 +407,12 @@ def connection(experiment: Experiment, elasticsearch: dict[str, Any] | None) -> 
 
 def rally_job_manifest(experiment: Experiment, connection: Connection, image: str, image_pull_policy: str,
                        deadline_grace_seconds: int = 120, default_resources: dict[str, Any] | None = None,
-                       recordings_from: list[str] | None = None) -> dict[str, Any]:
+                       node_sidecars: list[str] | None = None) -> dict[str, Any]:
     """The Job that runs `esbench race` (Rally) against the cluster under test.
 
     Credentials come from Secrets by reference only, mounted as files; the pod gets no API token.
     The container gets spec.rally.resources, else default_resources (the operator's setting).
-    RECORDINGS_FROM: with spec.profile, the sidecars that serve the nodes' recordings.
+    NODE_SIDECARS: the nodes' esbench sidecars, in a cluster esbench made (node_sidecars).
     """
     spec = experiment.spec
     rally = spec.rally
@@ -396,7 +421,7 @@ def rally_job_manifest(experiment: Experiment, connection: Connection, image: st
         f"--target-url={connection.url}",
         f"--race-id={experiment.race_id}",
         f"--work-dir={WORK_DIR}",
-        *(f"--recordings-from={source}" for source in (recordings_from if spec.profile else None) or []),
+        *(f"--node-sidecar={source}" for source in node_sidecars or []),
     ]
     env: list[dict[str, Any]] = [
         {"name": "ESBENCH_SPEC", "value": json.dumps(spec.to_wire(), sort_keys=True)},

@@ -46,20 +46,25 @@ STATS_PATH = (
 )
 # The local time (seconds since the epoch) a sample was read, added to Elasticsearch's answer.
 SAMPLED_AT = "sampled_at"
-# Counters Elasticsearch does not report, read by esbench beside each answer (local mode: the
-# node's memory cgroup) and put into the node's stats under this key.
+# Counters Elasticsearch does not report, read by esbench beside each answer (esbench.sidecar.nodeprobe,
+# a local node's memory cgroup) and put into the node's stats under this key.
 PROBED = "esbench_probe"
+# The name a probe gives a local node, which esbench does not name: Elasticsearch's own for the node a
+# request reaches (`_nodes/_local`).
+LOCAL_NODE = "_local"
 # What the load driver has spent (environment.load_driver_counters), read beside each answer: its
 # CPU and its CPU limit's throttling within a task's window, not over esrally's start too.
 LOAD_DRIVER = "esbench_load_driver"
 
 
-def with_probe(answer: dict[str, Any], probed: dict[str, Any]) -> dict[str, Any]:
-    """The answer with the probe's counters in its node's stats. A probe watches one local node,
-    so an answer from several nodes is left as it is."""
+def with_probe(answer: dict[str, Any], probed: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The answer with each node's probed counters (PROBED: counters by node name) in its stats; the
+    LOCAL_NODE's go to the answer's only node."""
     nodes = answer.get("nodes") or {}
-    if len(nodes) == 1:
-        next(iter(nodes.values()))[PROBED] = probed
+    for stats in nodes.values():
+        counters = probed.get(stats.get("name")) or (probed.get(LOCAL_NODE) if len(nodes) == 1 else None)
+        if counters:
+            stats[PROBED] = counters
     return answer
 
 
@@ -351,9 +356,20 @@ def task_resources(
         gc_cpu_ms=_sum(over_nodes("gc_cpu_ms")),
         major_page_faults=_sum(over_nodes("major_page_faults")),
         page_cache_bytes=_sum(over_nodes("page_cache_bytes")),
-        # A probe watches a single node (with_probe).
-        index_files=next((files for files in over_nodes("index_files") if files), None),
+        index_files=_summed_files(over_nodes("index_files")),
     )
+
+
+def _summed_files(per_node: list[Any]) -> dict[str, models.IndexFiles] | None:
+    """The nodes' index files by extension, summed over the nodes that have them."""
+    found = [files for files in per_node if files]
+    if not found:
+        return None
+    extensions = sorted({extension for files in found for extension in files})
+    return {extension: models.IndexFiles(
+        size_bytes=sum(files[extension].size_bytes for files in found if extension in files),
+        cached_bytes=sum(files[extension].cached_bytes for files in found if extension in files))
+        for extension in extensions}
 
 
 def _index_files(samples: list[dict[str, Any]], node_id: str, window: TaskWindow) -> dict[str, models.IndexFiles] | None:

@@ -1,7 +1,7 @@
 """The profiles of a cluster whose pods record themselves (Kubernetes: see docs/profiles.md).
 
 Each Elasticsearch pod runs async-profiler from its JVM's start and closes a JFR file at every turn
-of its loop; a sidecar serves the finished ones (esbench.sidecar.recordingserver). After the race this
+of its loop; a sidecar serves the finished ones (esbench.sidecar.nodeserver). After the race this
 profiler waits until every node has finished a file that ends past the race, fetches the files
 that overlap the race, and cuts each task's window out of them: the stacks of all nodes, summed.
 """

@@ -116,8 +116,9 @@ class RaceSettings:
     target_timeout: float = 300.0
     sample_interval: float = 2.0
     corpus_cache: Path | None = None  # generated corpora kept across races (local mode)
-    # Counters of the one node that Elasticsearch does not report (local mode: its memory cgroup).
-    node_probe: Callable[[], dict[str, Any]] | None = None
+    # Counters of the nodes that Elasticsearch does not report, by node name (nodestats.with_probe):
+    # a local node's (localnode), or what each pod's sidecar reads (Kubernetes: runner.sidecars).
+    node_probe: Callable[[], dict[str, dict[str, Any]]] | None = None
     profiler: Profiler | None = None  # what spec.profile needs: a node esbench can attach a profiler to
     # What workload.reuseIndex needs: the location of a filesystem snapshot repository, in the
     # path.repo of the target's nodes (local mode: esbench.localnode.localcluster.snapshot_root);
@@ -179,7 +180,7 @@ def spec_rejection(spec: models.ExperimentSpec) -> str | None:
     return None
 
 
-def _node_stats(target: Target, probe: Callable[[], dict[str, Any]] | None, race_id: str) -> dict[str, Any]:
+def _node_stats(target: Target, probe: Callable[[], dict[str, dict[str, Any]]] | None, race_id: str) -> dict[str, Any]:
     answer = {**target.get(nodestats.STATS_PATH, timeout=5),
               nodestats.LOAD_DRIVER: environment.load_driver_counters(race_id)}
     if probe is None:

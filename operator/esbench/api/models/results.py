@@ -69,16 +69,18 @@ class TaskResources(Model):
     # process_cpu_ms less the idle window's rate over the task's seconds: the task's own CPU, not the
     # JVM's background (GC, scheduled tasks) nor esbench's own _nodes/stats sampling.
     process_cpu_ms_net: float | None = None
-    # Local mode only, from the kernel's figures per thread: the part of process_cpu_ms spent by the
+    # Where a probe reads the nodes (local mode; a cluster esbench made on Kubernetes, through each
+    # pod's sidecar), from the kernel's figures per thread: the part of process_cpu_ms spent by the
     # JVM's JIT compiler threads, and by its garbage collector's threads.
     jit_cpu_ms: float | None = None
     gc_cpu_ms: float | None = None
-    # Local mode only, from the node's memory cgroup (Elasticsearch reports neither): pages its
-    # processes had to read from disk on access (with mmap, how the store is read), and the page
-    # cache charged to it, averaged over the samples.
+    # Elasticsearch reports neither: pages its processes had to read from disk on access (with mmap,
+    # how the store is read): the node's memory cgroup's count (local mode as root), else its server
+    # JVM's own (local mode, the sidecar); and the page cache charged to that cgroup (local mode
+    # only), averaged over the samples.
     major_page_faults: float | None = None
     page_cache_bytes: float | None = None
-    # Local mode only, from fincore over the node's own index files: by Lucene file extension (fdt
+    # Where a probe reads the nodes, from fincore over their index files: by Lucene file extension (fdt
     # stored fields, doc postings, tim terms, dvd doc values, cfs a compound segment, ...), their
     # bytes and the bytes of them in the page cache, means over the samples.
     index_files: dict[str, IndexFiles] | None = None
@@ -320,7 +322,8 @@ class CapacityProbe(Model):
     service_time: Percentiles | None = None
     error_rate: float | None = None
     node_cpu_percent: float | None = None  # the nodes' process CPU over the probe, mean over nodes
-    # Local mode only: the share of the nodes' CPU time the JVM's JIT compiler threads took, in percent
+    # Where a probe reads the nodes (local mode; a cluster esbench made on Kubernetes): the share of the
+    # nodes' CPU time the JVM's JIT compiler threads took, in percent
     # (TaskResources.jit_cpu_ms): it falls towards none as the node warms.
     jit_share_percent: float | None = None
     # What the nodes' data disks read over the probe (TaskResources.io_read_bytes over its window), a

@@ -1,10 +1,14 @@
-"""Serves the async-profiler recordings that an Elasticsearch pod writes, read-only, to the Rally Job.
+"""The esbench sidecar of an Elasticsearch pod: serves the Rally Job, read-only, what the node does
+not report itself.
 
-The profiler runs inside the Elasticsearch JVM from its start and closes a whole JFR file at every
-turn of its loop; this server lists the finished ones (each with the time span its chunks cover)
-and hands them out. It answers only whoever sends the cluster's `elastic` user and password (the Rally Job
-has them; anyone who has them can read the whole cluster anyway), over the cluster's own HTTP
-certificate when the cluster serves TLS. Nothing is ever written or deleted through it.
+GET /probe: the node's probe (nodeprobe), read at each request: {"node": the pod's name, which ECK
+gives the node, "counters": ...}. In a profiled cluster, the async-profiler recordings too: the
+profiler runs inside the Elasticsearch JVM from its start and closes a whole JFR file at every turn
+of its loop; GET /recordings lists the finished ones (each with the time span its chunks cover) and
+GET /recordings/NAME hands one out. It answers only whoever sends the cluster's `elastic` user and
+password (the Rally Job has them; anyone who has them can read the whole cluster anyway), over the
+cluster's own HTTP certificate when the cluster serves TLS. Nothing is ever written or deleted
+through it.
 """
 
 from __future__ import annotations
@@ -14,12 +18,18 @@ import hmac
 import json
 import re
 import signal
+import socket
 import ssl
 import struct
 import sys
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
+
+from esbench.sidecar.nodeprobe import NodeProbe
 
 USERNAME = "elastic"
 # The profiler's file names (esbench.analysis.asyncprofiler.RECORDING_PATTERN): nothing else in
@@ -64,19 +74,27 @@ def finished_recordings(folder: Path) -> list[Recording]:
     return sorted((r for r in found if r), key=lambda r: r.start)
 
 
-def make_handler(folder: Path, password_file: Path) -> type[BaseHTTPRequestHandler]:
+def make_handler(password_file: Path, probe: Callable[[], dict[str, Any]], node: str,
+                 recordings: Path | None = None) -> type[BaseHTTPRequestHandler]:
+    """PROBE: the node's counters; RECORDINGS: the profiler's folder, in a profiled cluster."""
+    probing = threading.Lock()  # the probe keeps what it last read of each thread
+
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             if not self._authorized():
                 self.send_response(401)
-                self.send_header("WWW-Authenticate", 'Basic realm="esbench recordings"')
+                self.send_header("WWW-Authenticate", 'Basic realm="esbench sidecar"')
                 self.end_headers()
                 return
-            listed = {r.name: r for r in finished_recordings(folder)}
-            if self.path == "/recordings":
-                self._send(json.dumps([r.__dict__ for r in listed.values()]).encode(), "application/json")
-            elif self.path.startswith("/recordings/") and self.path.removeprefix("/recordings/") in listed:
-                self._send((folder / self.path.removeprefix("/recordings/")).read_bytes(), "application/octet-stream")
+            name = self.path.removeprefix("/recordings/")
+            if self.path == "/probe":
+                with probing:
+                    counters = probe()
+                self._send(json.dumps({"node": node, "counters": counters}).encode(), "application/json")
+            elif recordings and self.path == "/recordings":
+                self._send(json.dumps([r.__dict__ for r in finished_recordings(recordings)]).encode(), "application/json")
+            elif recordings and name != self.path and name in {r.name for r in finished_recordings(recordings)}:
+                self._send((recordings / name).read_bytes(), "application/octet-stream")
             else:
                 self.send_error(404)
 
@@ -102,11 +120,14 @@ def make_handler(folder: Path, password_file: Path) -> type[BaseHTTPRequestHandl
     return Handler
 
 
-def serve(folder: Path, port: int, password_file: Path, certificate: Path | None = None, key: Path | None = None) -> None:
+def serve(data: Path, port: int, password_file: Path, recordings: Path | None = None,
+          certificate: Path | None = None, key: Path | None = None) -> None:
+    """DATA: the node's path.data, as mounted here; the node's name is the pod's (its host name)."""
     # The container's first process: the kernel ignores a signal it has no handler for, and the pod
     # would then wait out its whole grace period at every deletion.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    server = ThreadingHTTPServer(("", port), make_handler(folder, password_file))
+    handler = make_handler(password_file, NodeProbe(data).counters, socket.gethostname(), recordings)
+    server = ThreadingHTTPServer(("", port), handler)
     if certificate:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(certificate, key)
