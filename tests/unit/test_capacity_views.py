@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from rich.console import Console
 
 from esbench.analysis import charts, html_report
@@ -136,6 +138,22 @@ def test_the_report_draws_each_percentile_against_the_offered_rate_with_the_boun
     assert [ax.get_title() for ax in chart.figure.axes if ax.get_visible()][4:] == ["node CPU"], "none drawn empty"
     chart.close()
     assert charts.capacity([entry("no-search", None)]) is None
+
+
+def test_a_sweeps_searches_are_coloured_by_cell_and_the_legend_says_what_each_cell_sets():
+    def run(cell, capacity):
+        found = result(capacity=capacity, upper=capacity * 1.1, probes=[probe(capacity, 100.0, "Passed"),
+                                                                        probe(capacity * 1.1, 2000.0, "Failed")])
+        return dataclasses.replace(entry(f"{cell}-run", found), cell=f"sweep {cell}",
+                                   annotations={models.CELL_LABEL: f'index.codec="{cell}"'})
+
+    chart = charts.capacity([run("c0", 100.0), run("c1", 40.0), run("c0", 80.0)])
+    curves = [line for line in chart.figure.axes[0].lines if line.get_linestyle() == "-"]  # not the bound, the capacity
+    first, other, again = curves
+    assert first.get_color() == again.get_color() != other.get_color(), "one colour per cell"
+    assert [t.get_text() for t in chart.figure.legends[0].get_texts()] == [
+        'c0 index.codec="c0" (2 searches)', 'c1 index.codec="c1" (1 search)']
+    chart.close()
 
 
 def test_the_report_of_results_with_a_capacity_charts_it():

@@ -322,11 +322,14 @@ def capacity(entries: list[Entry]) -> Chart | None:
     """workload.capacity's probes: per percentile (then the nodes' CPU and disk reads), each probe's
     figure against the rate it was offered (a dot; hollow where the load driver, not the cluster,
     set the rate), a line through the median at each rate (confirmations probe a rate again), the
-    objective's bound (dashed) and the capacity found (dotted). One colour per Experiment."""
-    charted = [(e, c) for e, c in zip(entries, _colours(len(entries)), strict=True)
-               if e.results.capacity and e.results.capacity.probes]
-    if not charted:
+    objective's bound (dashed) and the capacity found (dotted). One colour per sweep cell (its
+    repetitions are searches of one configuration), else per Experiment."""
+    searched = [e for e in entries if e.results.capacity and e.results.capacity.probes]
+    if not searched:
         return None
+    groups = list(dict.fromkeys(e.cell or e.label for e in searched))
+    colour_of = dict(zip(groups, _colours(len(groups)), strict=True))
+    charted = [(e, colour_of[e.cell or e.label]) for e in searched]
     found = [e.results.capacity for e, _ in charted]
     panels = _capacity_panels(found)
     figure, axes = _grid(len(panels), 3.2, columns=2)  # latency beside service time
@@ -364,8 +367,19 @@ def capacity(entries: list[Entry]) -> Chart | None:
     tasks = ", ".join(dict.fromkeys(r.task for r in found))
     figure.suptitle(f"Capacity of {tasks}: dots are probes (hollow: the load driver limited it), lines join the "
                     "median per rate;\ndashed: the objective's bound; dotted: the capacity found")
-    _legend(figure, [e for e, _ in charted], [c for _, c in charted])
+    handles = [plt.Rectangle((0, 0), 1, 1, color=colour_of[group]) for group in groups]
+    figure.legend(handles, [_search_group_label(group, searched) for group in groups], loc="outside lower center",
+                  ncol=min(len(groups), 3), frameon=False)
     return Chart("capacity", f"Capacity of {tasks}: percentiles against the offered rate", figure)
+
+
+def _search_group_label(group: str, entries: list[Entry]) -> str:
+    """A cell by its id, what it sets (the run's annotation) and its number of searches; an Experiment by its label."""
+    runs = [e for e in entries if e.cell == group]
+    if not runs:
+        return group
+    setting = runs[0].annotations.get(models.CELL_LABEL)
+    return f"{group.split()[-1]}{f' {setting}' if setting else ''} ({len(runs)} search{'es' if len(runs) > 1 else ''})"
 
 
 def _run_values(group: Group, row: dict) -> list[float]:
