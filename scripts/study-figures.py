@@ -306,8 +306,8 @@ def comparisons(sweep: Sweep, rows: list[dict[str, Any]], corrections: dict[str,
             if cell.get("changeLowPercent") is None:
                 continue
             lines.append((sweep.label(cell["cell"]), sweep.label(sweep.baseline_of(cell["cell"])), row["subject"],
-                          row["metric"], cell["n"], change(cell), uncorrected(cell), p(cell.get("pAdjusted")),
-                          cell.get("verdict", ""), _family(sweep, row["family"], corrections)))
+                          row["metric"], cell.get("pairs") or cell["n"], change(cell), uncorrected(cell),
+                          p(cell.get("pAdjusted")), cell.get("verdict", ""), _family(sweep, row["family"], corrections)))
     return table(("cell", "against", "task", "metric", "n", "change [95 % interval]", "uncorrected", "p adjusted",
                   "verdict", "family (correction over comparisons)"), lines)
 
@@ -740,7 +740,7 @@ def render(study: Path) -> str | None:
              "Changes are against the baseline cell of the same round (paired) or of the sweep, with 95 % intervals "
              "corrected within their family (Holm for the primary questions, Benjamini-Hochberg for the rest, over "
              "the number of comparisons shown); bold: the interval excludes no change. n counts the runs of a cell, "
-             "warm-up runs left out. README.md says what they mean.", ""]
+             "warm-up runs left out, or in a paired comparison the rounds it paired. README.md says what they mean.", ""]
     for sweep in sweeps:
         lines += sweep_section(study.name, sweep)
     lines += residency(results, sweeps)

@@ -118,3 +118,14 @@ def test_a_bias_against_the_effect_or_far_short_of_its_interval_explains_nothing
     assert explain("Equivalent", (0.0, -2.0, 2.0), bias(1.0, -4.0, 1.5), 5) == "partly"
     assert explain("Equivalent", (0.0, -2.0, 2.0), bias(-4.0, -5.0, -3.0), 5) == "yes"
     assert explain("Inconclusive", (5.0, -2.0, 12.0), bias(1.0, 0.5, 1.5), 5) == "no verdict"
+
+
+def test_a_paired_comparison_counts_the_rounds_it_paired_not_the_contenders_runs(tmp_path):
+    """A sweep stopped within a round: the contender has a run the baseline's round lacks."""
+    path = _drifting_sweep(tmp_path, 0.0, {"c1": ("Inconclusive", -56.8, -82.2, 4.5)})
+    document = json.loads(path.read_text())
+    document["status"]["comparison"][0]["cells"][1].update(n=3, pairs=2)
+    path.write_text(json.dumps(document))
+    sweep = figures.Sweep(path)
+    [row] = [line for line in figures.comparisons(sweep, document["status"]["comparison"], None) if "| index |" in line]
+    assert row.split("|")[5].strip() == "2", row
