@@ -129,14 +129,14 @@ def test_profiled_cells_share_a_cluster_only_with_their_own_profile_whose_pods_r
     events_by_cluster = {}
     for es in eck.list(namespace):
         pod = es["spec"]["nodeSets"][0]["podTemplate"]["spec"]
-        assert [c["name"] for c in pod["containers"]] == ["elasticsearch", "esbench-recordings"], es["metadata"]["name"]
+        assert [c["name"] for c in pod["containers"]] == ["elasticsearch", "esbench-sidecar"], es["metadata"]["name"]
         [init] = [c for c in pod["initContainers"] if c["name"] == "esbench-profiler"]
         events_by_cluster[es["metadata"]["name"]] = init["command"][6].split("event=")[1].split(",")[0]
     assert sorted(events_by_cluster.values()) == ["ctimer", "wall"], "a cluster per profile"
     for run in runs_now:
         cluster = run["spec"]["target"]["elasticsearchRef"]["name"]
         job = apis.batch.read_namespaced_job(f"{run['metadata']['name']}-rally", namespace)
-        assert f"--recordings-from=https://{cluster}-es-default-0.{cluster}-es-default.{namespace}.svc:9443" in \
+        assert f"--node-sidecar=https://{cluster}-es-default-0.{cluster}-es-default.{namespace}.svc:9443" in \
             job.spec.template.spec.containers[0].args
         driver.finish(run, 1000.0)
     assert phase(driver.wait_done()) == "Succeeded"
