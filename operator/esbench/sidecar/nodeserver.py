@@ -123,8 +123,8 @@ def make_handler(password_file: Path, probe: Callable[[], dict[str, Any]], node:
 def serve(data: Path, port: int, password_file: Path, recordings: Path | None = None,
           certificate: Path | None = None, key: Path | None = None) -> None:
     """DATA: the node's path.data, as mounted here; the node's name is the pod's (its host name)."""
-    # The container's first process: the kernel ignores a signal it has no handler for, and the pod
-    # would then wait out its whole grace period at every deletion.
+    # A deletion's SIGTERM ends it at once and as done (exit 0), not as killed: were the pod's process
+    # namespace not shared, it would be PID 1, whose unhandled signals the kernel ignores.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     handler = make_handler(password_file, NodeProbe(data).counters, socket.gethostname(), recordings)
     server = ThreadingHTTPServer(("", port), handler)
