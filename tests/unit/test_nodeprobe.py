@@ -42,7 +42,7 @@ def test_the_server_jvm_is_found_by_its_main_class_not_its_launcher(tmp_path):
 
 def test_the_kernels_own_files_of_a_process_with_the_main_class_as_an_argument_are_read(tmp_path):
     """The real /proc/PID of a process, seen alone (other nodes on this host must not answer)."""
-    pretender = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", nodeprobe.SERVER_MAIN_CLASS])
+    pretender = subprocess.Popen([sys.executable, "-c", "import signal; signal.pause()", nodeprobe.SERVER_MAIN_CLASS])
     try:
         (tmp_path / str(pretender.pid)).symlink_to(threadcpu.PROC / str(pretender.pid))
         # Until it has exec'd, the child's cmdline is its parent's.

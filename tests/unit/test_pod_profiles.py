@@ -189,7 +189,7 @@ def test_the_sidecar_serves_the_nodes_probe_to_the_elastic_user_and_the_runner_r
         get(url + "/probe", "wrong")
     assert refused.value.code == 401
     # The runner asks every pod's sidecar beside each sample; one that does not answer leaves its node out.
-    probe = sidecars.probe([url, "http://127.0.0.1:9"], "s3cret", None)
+    probe = sidecars.probe([url, "http://127.0.0.1:9"], "s3cret", None, timeout=2.0)
     assert probe() == {"prof-es-default-0": {"jit_cpu_ms": 20.0}}
 
 

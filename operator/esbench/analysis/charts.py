@@ -91,10 +91,9 @@ def _tasks_with_throughput(entries: list[Entry]) -> list[str]:
             if any((t := _task(e, name)) and t.throughput and t.throughput.median is not None for e in entries)]
 
 
-def _legend(figure: Figure, entries: list[Entry], colours: list) -> None:
+def _legend(figure: Figure, labels: list[str], colours: list, columns: int = 4) -> None:
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in colours]
-    figure.legend(handles, [e.label for e in entries], loc="outside lower center", ncol=min(len(entries), 4),
-                  frameon=False)
+    figure.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), columns), frameon=False)
 
 
 def throughput(entries: list[Entry]) -> Chart | None:
@@ -120,7 +119,7 @@ def throughput(entries: list[Entry]) -> Chart | None:
         ax.set_title(f"{name} ({unit or '?'})")
         ax.set_xlim(0, max((v or 0) for v in values) * 1.3 or 1)
     figure.suptitle("Throughput (median), higher is better (– : the Experiment did not run the task)")
-    _legend(figure, entries, colours)
+    _legend(figure, [e.label for e in entries], colours)
     return Chart("throughput", "Throughput per task", figure)
 
 
@@ -152,7 +151,7 @@ def latency(entries: list[Entry]) -> Chart | None:
         ax.set_title(name)
         ax.set_ylabel(unit or "")
     figure.suptitle("Latency percentiles, lower is better (n/a: too few samples for Rally to report it)")
-    _legend(figure, entries, colours)
+    _legend(figure, [e.label for e in entries], colours)
     return Chart("latency", "Latency percentiles per task", figure)
 
 
@@ -367,9 +366,8 @@ def capacity(entries: list[Entry]) -> Chart | None:
     tasks = ", ".join(dict.fromkeys(r.task for r in found))
     figure.suptitle(f"Capacity of {tasks}: dots are probes (hollow: the load driver limited it), lines join the "
                     "median per rate;\ndashed: the objective's bound; dotted: the capacity found")
-    handles = [plt.Rectangle((0, 0), 1, 1, color=colour_of[group]) for group in groups]
-    figure.legend(handles, [_search_group_label(group, searched) for group in groups], loc="outside lower center",
-                  ncol=min(len(groups), 3), frameon=False)
+    _legend(figure, [_search_group_label(group, searched) for group in groups], [colour_of[g] for g in groups],
+            columns=3)
     return Chart("capacity", f"Capacity of {tasks}: percentiles against the offered rate", figure)
 
 

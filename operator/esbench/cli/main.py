@@ -87,7 +87,7 @@ def race_command(spec_file: Path | None, target_url: str, ca_file: str | None, r
             snapshot_repository=snapshot_repository,
         )
         if node_sidecars:
-            settings.node_probe = sidecars.probe(list(node_sidecars), password, ca_file)
+            settings.node_probe = sidecars.probe(list(node_sidecars), password, ca_file, settings.sample_interval)
         if spec.profile and node_sidecars:
             # The esbench image carries the converter there (ESBENCH_ASYNC_PROFILER) and a JRE to run it.
             home = Path(os.environ.get("ESBENCH_ASYNC_PROFILER", "/opt/async-profiler"))

@@ -13,21 +13,19 @@ from typing import Any
 
 from esbench.esclient import Client
 
-# The probe runs beside every sample (2 s apart): a sidecar slower than that loses its node's counters in
-# this sample, not the sample.
-PROBE_TIMEOUT_SECONDS = 2.0
 
-
-def probe(sources: list[str], password: str | None, ca_file: str | None) -> Callable[[], dict[str, dict[str, Any]]]:
+def probe(sources: list[str], password: str | None, ca_file: str | None,
+          timeout: float) -> Callable[[], dict[str, dict[str, Any]]]:
     """Counters by node name from each sidecar in SOURCES (https://POD.NAME-es-NODESET.NAMESPACE.svc:PORT);
-    a sidecar that does not answer leaves its node out."""
+    a sidecar that does not answer leaves its node out. TIMEOUT: the sampling interval, which the
+    probe runs beside: a slower sidecar loses its node's counters in this sample, not the sample."""
     clients = [Client(source, "elastic", password, ca_file) for source in sources]
 
     def counters() -> dict[str, dict[str, Any]]:
         found = {}
         for client in clients:
             with contextlib.suppress(Exception):
-                answer = client.get("/probe", timeout=PROBE_TIMEOUT_SECONDS)
+                answer = client.get("/probe", timeout=timeout)
                 found[answer["node"]] = answer["counters"]
         return found
 

@@ -1,7 +1,7 @@
 """The sidecar of an Elasticsearch pod: python -m esbench.sidecar --data DIR --password-file FILE ...
 
-Its own entry point, not a command of the esbench CLI: the CLI imports the runner and the analysis
-(2.6 s of CPU), this its server alone (0.2 s), and the container runs under a small CPU limit.
+Its own entry point, not a command of the esbench CLI: the CLI imports the runner and the analysis,
+many times the CPU of this server's imports, and the container runs under a small CPU limit.
 """
 
 from __future__ import annotations

@@ -58,13 +58,16 @@ class NodeProbe:
         self._pid: int | None = None
         self._threads: threadcpu.ThreadCpu | None = None
 
+    def _running(self) -> bool:
+        return self._pid is not None and (self._proc / str(self._pid)).exists()
+
     def counters(self) -> dict[str, Any]:
         """{} while no server runs; a counter that cannot be read is left out, the others still count."""
-        if self._pid is None or not (self._proc / str(self._pid)).exists():
+        if not self._running():
             self._pid = self._find_pid()
             self._threads = threadcpu.ThreadCpu(self._pid, self._proc) if self._pid else None
-        if self._pid is None or self._threads is None or not (self._proc / str(self._pid)).exists():
-            return {}
+            if not self._running():
+                return {}
         probed: dict[str, Any] = {}
         with contextlib.suppress(OSError):
             probed.update(self._threads.counters())
